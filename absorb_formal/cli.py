@@ -1,0 +1,142 @@
+"""`absorb-prove`: decide every claim and query of `.mlp` spec files.
+
+`main(argv, stdout, stderr) -> int` runs in-process (tests call it directly); `entry()` is
+the console script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from . import __version__
+from .decide import decide
+from .language import SpecError, load_file
+from .report import EXIT_ERROR, EXIT_INTERRUPTED, Entry, FileReport, as_json, exit_code, summary
+from .result import unknown
+
+DESCRIPTION = """\
+Decide every claim and query in .mlp spec files: can a residual MLP block
+x -> S x + MLP(x) be rewritten as a plain MLP without the skip connection?
+
+PATH is a spec file, or a folder searched recursively for *.mlp files.
+"""
+
+EPILOG = """\
+output:
+  one line per claim or query, in file order:
+    FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]
+  OUTCOME is proved, refuted (the opposite was proved) or unknown for claims,
+  decided or unknown for queries; for unknown, VERDICT is the reason. A last
+  line summarises the counts. Spec errors go to stderr as
+    FILE:LINE:COL: error: MESSAGE
+  followed by the source line and a caret; nothing else in that file is decided.
+  With --json, stdout holds one JSON document instead:
+    {"files": [{"path", "results": [{"line", "statement", "kind", "block",
+     "outcome", "verdict", "method", "reason", "certificate", "min_width",
+     "seconds"}], "errors": [{"line", "column", "message"}]}], "exit_code"}
+
+exit codes:
+  0  every claim proved (and every query decided)
+  1  some claim refuted
+  2  a spec has an error (syntax, undefined name, wrong shape, unreadable file, ...)
+  3  no claim refuted, but some claim or query unknown
+  130 interrupted (Ctrl-C): what was decided so far is printed
+  When several apply, the first in the order 2, 1, 3 wins.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="absorb-prove", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="spec files or folders")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
+    return parser
+
+
+def spec_files(paths: list[str]) -> list[tuple[Path, str] | str]:
+    """(file, shown name) for every spec under PATHs, in a stable order; a str is an error."""
+    found: list[tuple[Path, str] | str] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files = sorted(path.rglob("*.mlp"))
+            if not files:
+                found.append(f"{given}: error: no .mlp files in this folder")
+            found += [(f, str(Path(given) / f.relative_to(path))) for f in files]
+        elif path.exists():
+            found.append((path, given))
+        else:
+            found.append(f"{given}: error: no such file or folder")
+    return found
+
+
+def prove_file(path: Path, shown: str, stderr: TextIO) -> FileReport:
+    report = FileReport(shown)
+    try:
+        spec = load_file(path, shown)
+    except SpecError as error:
+        report.error = error
+        return report
+    for statement in spec.statements:
+        start = time.perf_counter()
+        try:
+            result = decide(spec, statement)
+        except (MemoryError, RecursionError) as error:
+            result = unknown(f"resource limit: {type(error).__name__}")
+        report.entries.append(Entry(statement, result, time.perf_counter() - start))
+    return report
+
+
+def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    reports: list[FileReport] = []
+    try:
+        for item in spec_files(args.paths):
+            if isinstance(item, str):
+                reports.append(FileReport(item.split(": error: ")[0], error=item))
+                print(item, file=stderr)
+                continue
+            report = prove_file(*item, stderr)
+            reports.append(report)
+            if isinstance(report.error, SpecError):
+                print(report.error.format(), file=stderr)
+            elif not args.json:
+                for entry in report.entries:
+                    print(entry.line(report.path), file=stdout)
+    except KeyboardInterrupt:
+        print(summary(reports), file=stdout)
+        print("interrupted", file=stderr)
+        return EXIT_INTERRUPTED
+    code = exit_code(reports)
+    if args.json:
+        print(as_json(reports, code), file=stdout)
+    else:
+        print(summary(reports), file=stdout)
+    return code
+
+
+def main(argv: list[str] | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Run `absorb-prove` with `argv`; return the exit code (never raises for bad input)."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    parser = build_parser()
+    try:
+        old = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = stdout, stderr  # argparse prints help/usage to sys.*
+        try:
+            args = parser.parse_args(argv)
+        finally:
+            sys.stdout, sys.stderr = old
+    except SystemExit as stop:
+        return EXIT_ERROR if stop.code not in (0, None) else 0
+    return run_prove(args, stdout, stderr)
+
+
+def entry() -> None:
+    sys.exit(main())

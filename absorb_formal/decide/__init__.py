@@ -1,0 +1,5 @@
+"""Decision: every claim and query goes to `dispatch.decide`, which picks the rule."""
+
+from .dispatch import decide
+
+__all__ = ["decide"]

@@ -1,0 +1,105 @@
+"""`load("file", "key")`: read one matrix from a NumPy `.npz` or a `.safetensors` file.
+
+Values are kept exact: a float array is the dyadic rationals its bits denote (float16,
+bfloat16 and float32 widen to float64 without rounding). The safetensors format (8-byte
+little-endian header length, JSON header, raw little-endian data) is read directly, so no
+extra dependency is needed and a malformed file gives a clear message, not a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+
+class ArrayError(ValueError):
+    """A load that cannot give a finite real matrix; the message is for the user."""
+
+
+_SAFETENSORS_DTYPES = {
+    "F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
+    "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?",
+}
+
+
+def load_matrix(path: Path, key: str) -> np.ndarray:
+    """The 2-D array stored under `key`, checked finite; raises ArrayError otherwise."""
+    if not path.is_file():
+        raise ArrayError(f"cannot load: file {str(path)!r} does not exist")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            array = _from_npz(path, key)
+        elif suffix == ".safetensors":
+            array = _from_safetensors(path, key)
+        else:
+            raise ArrayError(f"cannot load {path.name!r}: expected a .npz or .safetensors file")
+    except ArrayError:
+        raise
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
+        raise ArrayError(f"cannot read {path.name!r}: {error}") from None
+    return _checked(array, path.name, key)
+
+
+def _from_npz(path: Path, key: str) -> np.ndarray:
+    # np.load leaves its file open when the archive is corrupt: own the handle.
+    with open(path, "rb") as stream, np.load(stream, allow_pickle=False) as archive:
+        if key not in archive.files:
+            raise ArrayError(f"{path.name!r} has no array {key!r} "
+                             f"(it has: {', '.join(sorted(archive.files)[:10]) or 'none'})")
+        return np.asarray(archive[key])
+
+
+def _from_safetensors(path: Path, key: str) -> np.ndarray:
+    with open(path, "rb") as stream:
+        head = stream.read(8)
+        if len(head) < 8:
+            raise ArrayError(f"{path.name!r} is not a safetensors file (too short)")
+        size = int.from_bytes(head, "little")
+        total = path.stat().st_size
+        if size > min(total - 8, 100_000_000):
+            raise ArrayError(f"{path.name!r} has a corrupt safetensors header")
+        header = json.loads(stream.read(size).decode("utf-8"))
+        if not isinstance(header, dict) or key not in header or key == "__metadata__":
+            names = sorted(k for k in header if k != "__metadata__")[:10] \
+                if isinstance(header, dict) else []
+            raise ArrayError(f"{path.name!r} has no tensor {key!r} "
+                             f"(it has: {', '.join(names) or 'none'})")
+        entry = header[key]
+        dtype, shape, (start, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        count = int(np.prod(shape)) if shape else 1
+        if dtype == "BF16":
+            width = 2
+        elif dtype in _SAFETENSORS_DTYPES:
+            width = np.dtype(_SAFETENSORS_DTYPES[dtype]).itemsize
+        else:
+            raise ArrayError(f"tensor {key!r} has unsupported dtype {dtype}")
+        if not (0 <= start <= end <= total - 8 - size) or end - start != count * width:
+            raise ArrayError(f"tensor {key!r} has corrupt data offsets")
+        stream.seek(8 + size + start)
+        raw = stream.read(end - start)
+    if dtype == "BF16":  # bfloat16 is the top half of a float32: widen exactly
+        bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(shape)
+    return np.frombuffer(raw, dtype=_SAFETENSORS_DTYPES[dtype]).reshape(shape)
+
+
+def _checked(array: np.ndarray, file: str, key: str) -> np.ndarray:
+    if array.dtype.kind not in "fiub":
+        raise ArrayError(f"array {key!r} in {file!r} has dtype {array.dtype}, not real numbers")
+    if array.ndim != 2:
+        raise ArrayError(f"array {key!r} in {file!r} has shape {tuple(array.shape)}, "
+                         "not a matrix")
+    if array.dtype.kind == "f":
+        if array.dtype.itemsize < 4:
+            array = array.astype(np.float32)  # float16 widens exactly
+        if not np.isfinite(array).all():
+            bad = np.argwhere(~np.isfinite(array))[0]
+            raise ArrayError(f"array {key!r} in {file!r} holds a non-finite value "
+                             f"at [{bad[0]}, {bad[1]}]")
+    elif array.dtype.kind == "b":
+        array = array.astype(np.int64)
+    return np.ascontiguousarray(array)

@@ -1,0 +1,46 @@
+"""A spec file from disk: bytes → text (UTF-8) → syntax tree → validated model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..model import Spec
+from .errors import Diagnostic, SpecError
+from .parse import parse_text
+from .syntax import Pos
+from .validate import validate
+
+# A spec is hand-written text; far larger input is a mistake, refused before any parsing.
+MAX_SPEC_BYTES = 64 * 1024 * 1024
+
+
+def decode(data: bytes, path: str) -> str:
+    """UTF-8 text, or a SpecError at the line and column of the first undecodable byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        good = data[: error.start].decode("utf-8")
+        line = good.count("\n") + 1
+        column = len(good) - (good.rfind("\n") + 1) + 1
+        message = f"invalid UTF-8 byte 0x{data[error.start]:02x} (spec files are UTF-8 text)"
+        raise SpecError([Diagnostic(path, Pos(line, column), message)], good) from None
+
+
+def load_text(text: str, path: str, folder: Path) -> Spec:
+    """Parse and validate spec text; `folder` anchors relative `load(...)` paths."""
+    return validate(parse_text(text, path), path, folder, text)
+
+
+def load_file(path: Path, shown: str | None = None) -> Spec:
+    """Read, parse and validate a spec file (`shown` is the path as the user gave it)."""
+    name = shown if shown is not None else str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError([Diagnostic(name, Pos(1, 1), f"file is {size} bytes; spec files "
+                                        f"are limited to {MAX_SPEC_BYTES} bytes")])
+        data = path.read_bytes()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise SpecError([Diagnostic(name, Pos(1, 1), f"cannot read file: {reason}")]) from None
+    return load_text(decode(data, name), name, path.parent)

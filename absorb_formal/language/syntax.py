@@ -1,0 +1,121 @@
+"""The syntax tree of a `.mlp` file: what was written, where, before any meaning is checked.
+
+Every node carries the `Pos` of its first character. Numbers are already exact
+`Fraction`s (LANGUAGE.md, lexical rules); everything else (integer fields, shapes,
+names) is checked by `validate.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..position import Pos
+
+__all__ = ["Pos"]  # re-exported: the syntax tree's positions
+
+
+@dataclass(frozen=True)
+class Num:
+    value: Fraction
+    text: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class Name:
+    text: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class MatrixLit:
+    rows: tuple[tuple[Num, ...], ...]
+    row_pos: tuple[Pos, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class LoadExpr:
+    file: str
+    key: str
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ActivationExpr:
+    """`relu`, `leaky_relu(a)`, `relu^k` or `poly[c0, ...]`: name plus its argument form."""
+
+    name: Name
+    form: str  # "named" | "param" | "power" | "coeffs"
+    args: tuple[Num, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class SkipExpr:
+    form: str  # "identity" | "none" | "scalar" | "matrix"
+    scalar: Num | None
+    matrix: MatrixLit | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class WeightDecl:
+    name: str  # "up" | "down" | "gate"
+    value: MatrixLit | LoadExpr
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class LayerDecl:
+    number: Num
+    weights: tuple[WeightDecl, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class FieldDecl:
+    """`activation`, `dim`, `width`, `depth` or `skip` with its value."""
+
+    name: str
+    value: ActivationExpr | SkipExpr | Num
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class BlockDecl:
+    name: Name
+    fields: tuple[FieldDecl, ...]
+    weights: tuple[WeightDecl, ...]
+    layers: tuple[LayerDecl, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class ClaimDecl:
+    """A claim; `form` is "absorbable", "equals" or "min_width"."""
+
+    form: str
+    block: Name
+    modality: str  # "", "not", "never", "sometimes", "generically not", "always"
+    modality_pos: Pos | None
+    other: Name | None
+    width: Num | None
+    min_width: Num | None  # None with form "min_width" means `none`
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class QueryDecl:
+    block: Name
+    width: Num | None
+    pos: Pos
+
+
+Item = BlockDecl | ClaimDecl | QueryDecl
+
+
+@dataclass(frozen=True)
+class SpecSyntax:
+    items: tuple[Item, ...]

@@ -1,0 +1,380 @@
+"""Semantic checks (LANGUAGE.md, "Errors the language defines"): syntax tree → model.
+
+Every error found is collected with its position; if there is any, the file is not decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from .. import activations as acts
+from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement
+from .arrays import ArrayError, load_matrix
+from .errors import Diagnostic, SpecError
+from .parse import keywords
+from .syntax import (
+    ActivationExpr,
+    BlockDecl,
+    ClaimDecl,
+    FieldDecl,
+    LoadExpr,
+    MatrixLit,
+    Name,
+    Num,
+    Pos,
+    QueryDecl,
+    SkipExpr,
+    SpecSyntax,
+    WeightDecl,
+)
+
+FAMILY_MODALITIES = ("never", "sometimes", "generically not", "always")
+
+
+@dataclass
+class _Declared:
+    pos: Pos
+    concrete: bool
+    dim: int | None
+
+
+@dataclass
+class Validator:
+    path: str
+    folder: Path
+    errors: list[Diagnostic] = field(default_factory=list)
+    declared: dict[str, _Declared] = field(default_factory=dict)
+
+    def error(self, pos: Pos, message: str) -> None:
+        self.errors.append(Diagnostic(self.path, pos, message))
+
+    # ---- numbers ----------------------------------------------------------
+
+    def integer(self, num: Num, what: str, least: int = 1) -> int | None:
+        if num.value.denominator != 1:
+            self.error(num.pos, f"{what} must be an integer, got {num.text}")
+            return None
+        value = int(num.value)
+        if value < least:
+            self.error(num.pos, f"{what} must be at least {least}, got {value}")
+            return None
+        return value
+
+    # ---- blocks -----------------------------------------------------------
+
+    def block(self, decl: BlockDecl) -> Block | None:
+        name = decl.name.text
+        before = len(self.errors)
+        self.not_keyword(decl.name)
+        fields = self.fields(decl)
+        activation = self.activation(fields.get("activation"), decl)
+        dim = self.size(fields, "dim", decl)
+        width = self.size(fields, "width", decl)
+        depth_field = fields.get("depth")
+        depth = (self.integer(depth_field.value, "depth")  # type: ignore[arg-type]
+                 if depth_field else 1)
+        skip = self.skip(fields.get("skip"), dim)
+        concrete = bool(decl.weights or decl.layers)
+        if name in self.declared:
+            first = self.declared[name].pos
+            self.error(decl.name.pos, f"block '{name}' is already declared at line {first.line}")
+        else:
+            self.declared[name] = _Declared(decl.name.pos, concrete, dim)
+        if None in (activation, dim, width, depth, skip):
+            self.weights_of(decl, activation, dim, width, depth)  # still report their errors
+            return None
+        assert activation and dim and width and depth and skip
+        layers = self.weights_of(decl, activation, dim, width, depth)
+        if len(self.errors) > before:
+            return None
+        return Block(name, activation, dim, width, depth, skip, layers, decl.pos)
+
+    def fields(self, decl: BlockDecl) -> dict[str, FieldDecl]:
+        seen: dict[str, FieldDecl] = {}
+        for f in decl.fields:
+            if f.name in seen:
+                self.error(f.pos, f"'{f.name}' is given twice in block '{decl.name.text}' "
+                                  f"(first at line {seen[f.name].pos.line})")
+            else:
+                seen[f.name] = f
+        return seen
+
+    def size(self, fields: dict[str, FieldDecl], what: str, decl: BlockDecl) -> int | None:
+        f = fields.get(what)
+        if f is None:
+            self.error(decl.name.pos, f"block '{decl.name.text}' has no '{what}' (required)")
+            return None
+        assert isinstance(f.value, Num)
+        return self.integer(f.value, what)
+
+    def activation(self, f: FieldDecl | None, decl: BlockDecl) -> acts.Activation | None:
+        if f is None:
+            self.error(decl.name.pos, f"block '{decl.name.text}' has no 'activation' (required)")
+            return None
+        expr = f.value
+        assert isinstance(expr, ActivationExpr)
+        name = expr.name.text
+        if name not in acts.ALL_NAMES:
+            self.error(expr.name.pos, f"unknown activation '{name}' "
+                                      f"(known: {acts.describe_names()})")
+            return None
+        if expr.form == "power":
+            if name != "relu":
+                self.error(expr.pos, f"'{name}^k' is not an activation; only relu^k is")
+                return None
+            k = self.integer(expr.args[0], "the power k of relu^k")
+            return acts.relu_power(k) if k is not None else None
+        if expr.form == "param":
+            if name != "leaky_relu":
+                self.error(expr.pos, f"activation '{name}' takes no argument")
+                return None
+            return acts.leaky_relu(expr.args[0].value)
+        if expr.form == "coeffs":
+            if name != "poly":
+                self.error(expr.pos, f"activation '{name}' takes no coefficient list")
+                return None
+            return acts.poly(tuple(a.value for a in expr.args))
+        found = acts.simple(name)
+        if found is None:
+            usage = {"leaky_relu": "leaky_relu(a), with slope a",
+                     "poly": "poly[c0, c1, ..., cn]"}[name]
+            self.error(expr.pos, f"activation '{name}' needs its argument: {usage}")
+        return found
+
+    def skip(self, f: FieldDecl | None, dim: int | None) -> Skip | None:
+        if f is None:
+            return Skip(dim or 0, scale=Fraction(1))
+        expr = f.value
+        assert isinstance(expr, SkipExpr)
+        if expr.form == "identity":
+            return Skip(dim or 0, scale=Fraction(1))
+        if expr.form == "none":
+            return Skip(dim or 0, scale=Fraction(0))
+        if expr.form == "scalar":
+            assert expr.scalar is not None
+            return Skip(dim or 0, scale=expr.scalar.value)
+        assert expr.matrix is not None
+        matrix = self.literal(expr.matrix, "skip", (dim, dim), "dim × dim")
+        return Skip(dim, matrix=matrix) if matrix is not None and dim else None
+
+    # ---- weights ----------------------------------------------------------
+
+    def weights_of(self, decl: BlockDecl, activation: acts.Activation | None, dim: int | None,
+                   width: int | None, depth: int | None) -> tuple[Layer, ...] | None:
+        """The layers' weights, or None for a family; errors for anything incomplete."""
+        if not decl.weights and not decl.layers:
+            return None
+        if decl.weights and decl.layers:
+            self.error(decl.layers[0].pos, "give the weights either directly or in 'layer' "
+                                           "sections, not both")
+            return None
+        if decl.weights:
+            if depth is not None and depth > 1:
+                self.error(decl.weights[0].pos, f"a block of depth {depth} gives its weights "
+                                                "in sections 'layer 1 { ... }' to "
+                                                f"'layer {depth} {{ ... }}'")
+                return None
+            sections = [(decl.weights, decl.pos, "block '" + decl.name.text + "'")]
+        else:
+            sections = self.layer_sections(decl, depth)
+        layers = [self.layer(ws, pos, where, activation, dim, width)
+                  for ws, pos, where in sections]
+        if any(layer is None for layer in layers):
+            return None
+        return tuple(layers)  # type: ignore[arg-type]
+
+    def layer_sections(self, decl: BlockDecl, depth: int | None
+                       ) -> list[tuple[tuple[WeightDecl, ...], Pos, str]]:
+        by_number: dict[int, tuple[tuple[WeightDecl, ...], Pos, str]] = {}
+        for layer in decl.layers:
+            n = self.integer(layer.number, "a layer number")
+            if n is None:
+                continue
+            if n in by_number:
+                self.error(layer.pos, f"layer {n} is given twice "
+                                      f"(first at line {by_number[n][1].line})")
+            elif depth is not None and n > depth:
+                self.error(layer.number.pos, f"layer {n} is beyond the block's depth {depth}")
+            else:
+                by_number[n] = (layer.weights, layer.pos, f"layer {n}")
+        if depth is not None:
+            missing = [n for n in range(1, depth + 1) if n not in by_number]
+            if missing:
+                shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+                self.error(decl.name.pos, f"block '{decl.name.text}' of depth {depth} is "
+                                          f"missing layer {shown}")
+        return [by_number[n] for n in sorted(by_number)]
+
+    def layer(self, weights: tuple[WeightDecl, ...], pos: Pos, where: str,
+              activation: acts.Activation | None, dim: int | None,
+              width: int | None) -> Layer | None:
+        given: dict[str, WeightDecl] = {}
+        for w in weights:
+            if w.name in given:
+                self.error(w.pos, f"'{w.name}' is given twice in {where}")
+            given.setdefault(w.name, w)
+        ok = True
+        if activation is not None:
+            if "gate" in given and not activation.gated:
+                self.error(given["gate"].pos, f"'gate' is only for gated activations; "
+                                              f"{activation} is ungated")
+                ok = False
+            needed = ["up", "down"] + (["gate"] if activation.gated else [])
+            missing = [n for n in needed if n not in given]
+            if missing:
+                names = " and ".join(f"'{n}'" for n in missing)
+                why = (f"gated activation {activation} needs 'gate'" if missing == ["gate"]
+                       else "some but not all weights are given")
+                self.error(pos, f"{where}: {why}: {names} missing (give every weight matrix "
+                                "or none)")
+                ok = False
+        shapes = {"up": ((width, dim), "width × dim"), "down": ((dim, width), "dim × width"),
+                  "gate": ((width, dim), "width × dim")}
+        matrices = {n: self.weight(w, *shapes[n]) for n, w in given.items()}
+        if not ok or any(m is None for m in matrices.values()) or activation is None:
+            return None
+        return Layer(matrices["up"], matrices["down"],  # type: ignore[arg-type]
+                     matrices.get("gate"))
+
+    def weight(self, w: WeightDecl, shape: tuple[int | None, int | None],
+               described: str) -> Matrix | None:
+        if isinstance(w.value, LoadExpr):
+            return self.loaded(w.value, w.name, shape, described)
+        return self.literal(w.value, w.name, shape, described)
+
+    def literal(self, lit: MatrixLit, what: str, shape: tuple[int | None, int | None],
+                described: str) -> Matrix | None:
+        width = len(lit.rows[0])
+        for i, (row, pos) in enumerate(zip(lit.rows, lit.row_pos, strict=True)):
+            if len(row) != width:
+                self.error(pos, f"ragged rows in '{what}': row {i + 1} has {len(row)} "
+                                f"entries, row 1 has {width}")
+                return None
+        got = (len(lit.rows), width)
+        if not self.shape_ok(got, shape, what, described, lit.pos):
+            return None
+        return Matrix([[n.value for n in row] for row in lit.rows])
+
+    def loaded(self, expr: LoadExpr, what: str, shape: tuple[int | None, int | None],
+               described: str) -> Matrix | None:
+        try:
+            array = load_matrix(self.folder / expr.file, expr.key)
+        except ArrayError as error:
+            self.error(expr.pos, str(error))
+            return None
+        got = (int(array.shape[0]), int(array.shape[1]))
+        if not self.shape_ok(got, shape, what, described, expr.pos,
+                             source=f" (array {expr.key!r} in {expr.file!r})"):
+            return None
+        return Matrix(array=array)
+
+    def shape_ok(self, got: tuple[int, int], want: tuple[int | None, int | None], what: str,
+                 described: str, pos: Pos, source: str = "") -> bool:
+        if None in want or got == want:
+            return True
+        self.error(pos, f"'{what}' must be {want[0]}×{want[1]} ({described}), "
+                        f"got {got[0]}×{got[1]}{source}")
+        return False
+
+    # ---- claims and queries -------------------------------------------------
+
+    def claim(self, decl: ClaimDecl, pending: dict[str, Pos]) -> Claim | None:
+        block = self.lookup(decl.block.text, decl.block.pos, pending)
+        if decl.form == "equals":
+            assert decl.other is not None
+            other = self.lookup(decl.other.text, decl.other.pos, pending)
+            if block and other:
+                for name, found in ((decl.block, block), (decl.other, other)):
+                    if not found.concrete:
+                        self.error(name.pos, f"'equals' compares concrete blocks; "
+                                             f"'{name.text}' is a family (no weights)")
+                        return None
+                if block.dim is not None and other.dim is not None and block.dim != other.dim:
+                    self.error(decl.other.pos, f"'equals' between blocks of different dim: "
+                                               f"{block.dim} and {other.dim}")
+                    return None
+            if block is None or other is None:
+                return None
+            return Claim("equals", decl.block.text, "", None, decl.other.text, None, decl.pos)
+        if decl.form == "min_width":
+            value = None if decl.min_width is None else self.integer(decl.min_width,
+                                                                     "a width")
+            if block and not block.concrete:
+                self.error(decl.block.pos, f"'min width' is about a concrete block; "
+                                           f"'{decl.block.text}' is a family (no weights)")
+                return None
+            if block is None or (decl.min_width is not None and value is None):
+                return None
+            return Claim("min_width", decl.block.text, "", None, None, value, decl.pos)
+        width = self.integer(decl.width, "a width") if decl.width is not None else None
+        family = decl.modality in FAMILY_MODALITIES
+        said = " ".join(w for w in ("is", decl.modality, "absorbable") if w)
+        where = decl.modality_pos or decl.pos
+        if block and family and block.concrete:
+            self.error(where, f"'{said}' is about families; '{decl.block.text}' is a concrete "
+                              "block (its weights are given): use 'is absorbable' or "
+                              "'is not absorbable'")
+            return None
+        if block and not family and not block.concrete:
+            self.error(where, f"'{said}' is about a concrete block; '{decl.block.text}' is a "
+                              "family (no weights): use never, sometimes, generically not "
+                              "or always")
+            return None
+        if block is None or (decl.width is not None and width is None):
+            return None
+        kind = "family" if family else "absorbable"
+        return Claim(kind, decl.block.text, decl.modality, width, None, None, decl.pos)
+
+    def query(self, decl: QueryDecl, pending: dict[str, Pos]) -> Query | None:
+        block = self.lookup(decl.block.text, decl.block.pos, pending)
+        width = self.integer(decl.width, "a width") if decl.width is not None else None
+        if block is None or (decl.width is not None and width is None):
+            return None
+        return Query(decl.block.text, width, decl.pos)
+
+    def not_keyword(self, name: Name) -> bool:
+        # lark's contextual lexer reads a keyword as a NAME where only a name can stand.
+        if name.text in keywords():
+            self.error(name.pos, f"'{name.text}' is a keyword and cannot name a block")
+            return False
+        return True
+
+    def lookup(self, name: str, pos: Pos, pending: dict[str, Pos]) -> _Declared | None:
+        if not self.not_keyword(Name(name, pos)):
+            return None
+        found = self.declared.get(name)
+        if found is not None:
+            return found
+        if name in pending:
+            self.error(pos, f"block '{name}' is used before it is declared "
+                            f"(at line {pending[name].line})")
+        else:
+            self.error(pos, f"no block named '{name}' is declared")
+        return None
+
+
+def validate(syntax: SpecSyntax, path: str, folder: Path, source: str | None = None) -> Spec:
+    """Check a parsed spec and build its model; raise SpecError listing every error."""
+    v = Validator(path, folder)
+    later = {item.name.text: item.name.pos for item in syntax.items
+             if isinstance(item, BlockDecl)}
+    blocks: dict[str, Block] = {}
+    statements: list[Statement] = []
+    for item in syntax.items:
+        if isinstance(item, BlockDecl):
+            block = v.block(item)
+            if block is not None and item.name.text not in blocks:
+                blocks[item.name.text] = block
+        elif isinstance(item, ClaimDecl):
+            claim = v.claim(item, later)
+            if claim is not None:
+                statements.append(claim)
+        else:
+            query = v.query(item, later)
+            if query is not None:
+                statements.append(query)
+    if v.errors:
+        raise SpecError(v.errors, source)
+    return Spec(path, blocks, tuple(statements))

@@ -1,0 +1,250 @@
+"""The exact block model (MATH.md §1): blocks, claims and queries, each with its position.
+
+Ungated layer: `x ↦ S x + D σ(U x)`; gated: `x ↦ S x + D (σ(G x) ⊙ U x)`. A block of depth L
+is the composition of its L layers, all with the same σ, S, d and m. Weights are exact
+rationals (`Matrix`); a skip is kept as `c·I` when it is one, so that a family with
+`dim 1000000` never materialises a d×d matrix.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .activations import Activation
+from .position import Pos
+
+Vector = tuple[Fraction, ...]
+
+
+class Matrix:
+    """An immutable exact rational matrix, from literal rows or from a loaded array.
+
+    A loaded float array is exact as it stands (every float is a dyadic rational), so it is
+    kept as an array and turned into `Fraction`s only when exact work asks for them.
+    """
+
+    __slots__ = ("shape", "_rows", "_array", "__dict__")
+
+    def __init__(self, rows: Sequence[Sequence[Fraction]] | None = None,
+                 array: np.ndarray | None = None):
+        if rows is not None:
+            self._rows: tuple[Vector, ...] | None = tuple(tuple(r) for r in rows)
+            self._array: np.ndarray | None = None
+            self.shape = (len(self._rows), len(self._rows[0]) if self._rows else 0)
+        else:
+            assert array is not None and array.ndim == 2
+            self._rows = None
+            self._array = array
+            self.shape = (int(array.shape[0]), int(array.shape[1]))
+
+    @functools.cached_property
+    def rows(self) -> tuple[Vector, ...]:
+        """The exact entries, row by row."""
+        if self._rows is not None:
+            return self._rows
+        assert self._array is not None
+        convert = int if self._array.dtype.kind in "iub" else float
+        return tuple(tuple(Fraction(convert(v)) for v in row) for row in self._array.tolist())
+
+    @functools.cached_property
+    def floats(self) -> np.ndarray:
+        """The entries as float64 (rounded where a rational has no float)."""
+        if self._array is not None and self._array.dtype == np.float64:
+            return self._array
+        if self._array is not None:
+            return self._array.astype(np.float64)
+        return np.array([[float(v) for v in row] for row in self.rows], dtype=np.float64)
+
+    def column(self, j: int) -> Vector:
+        return tuple(row[j] for row in self.rows)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Matrix) and self.shape == other.shape and self.rows == other.rows
+
+    def __hash__(self) -> int:
+        return hash(self.rows)
+
+    def __repr__(self) -> str:
+        return f"Matrix({[[str(v) for v in row] for row in self.rows]})"
+
+    def as_json(self) -> list[list[str]]:
+        return [[str(v) for v in row] for row in self.rows]
+
+
+@dataclass(frozen=True)
+class Skip:
+    """The skip S: `c·I` (identity: c = 1, none: c = 0) or an explicit d×d matrix."""
+
+    dim: int
+    scale: Fraction | None = None
+    matrix: Matrix | None = None
+
+    @property
+    def is_zero(self) -> bool:
+        if self.matrix is None:
+            return self.scale == 0
+        return all(v == 0 for row in self.matrix.rows for v in row)
+
+    @property
+    def is_identity(self) -> bool:
+        return self.matrix is None and self.scale == 1
+
+    def rows(self) -> tuple[Vector, ...]:
+        """S as exact rows (materialises c·I: only for concrete work)."""
+        if self.matrix is not None:
+            return self.matrix.rows
+        c, zero = self.scale or Fraction(0), Fraction(0)
+        return tuple(tuple(c if i == j else zero for j in range(self.dim))
+                     for i in range(self.dim))
+
+    def apply(self, x: Vector) -> Vector:
+        if self.matrix is None:
+            c = self.scale or Fraction(0)
+            return tuple(c * v for v in x)
+        return matvec(self.matrix.rows, x)
+
+    def apply_float(self, x: np.ndarray) -> np.ndarray:
+        """S x for a batch of points, x of shape (N, d)."""
+        if self.matrix is None:
+            return float(self.scale or 0) * x
+        return x @ self.matrix.floats.T
+
+    def describe(self) -> str:
+        if self.matrix is not None:
+            return "[" + ", ".join("[" + ", ".join(map(str, r)) + "]"
+                                   for r in self.matrix.rows) + "]"
+        if self.scale == 1:
+            return "identity"
+        if self.scale == 0:
+            return "none"
+        return str(self.scale)
+
+    def as_json(self) -> Any:
+        if self.matrix is not None:
+            return self.matrix.as_json()
+        return {"identity": "identity", "none": "none"}.get(self.describe(), str(self.scale))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer's weights: up (m×d), down (d×m) and, when gated, gate (m×d)."""
+
+    up: Matrix
+    down: Matrix
+    gate: Matrix | None = None
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block `B_L ∘ … ∘ B_1`; `layers` is None for a family (weights not given)."""
+
+    name: str
+    activation: Activation
+    dim: int
+    width: int
+    depth: int
+    skip: Skip
+    layers: tuple[Layer, ...] | None
+    pos: Pos
+
+    @property
+    def is_concrete(self) -> bool:
+        return self.layers is not None
+
+    @property
+    def is_plain(self) -> bool:
+        return self.skip.is_zero
+
+    def evaluate_exact(self, x: Sequence[Fraction]) -> Vector:
+        """B(x) in exact arithmetic; needs a rational-valued activation (MATH.md §1)."""
+        if not self.activation.is_rational:
+            raise ValueError(f"{self.activation} is not rational on Q: use evaluate()")
+        assert self.layers is not None, "a family has no values"
+        value = tuple(Fraction(v) for v in x)
+        for layer in self.layers:
+            value = self._layer_exact(layer, value)
+        return value
+
+    def _layer_exact(self, layer: Layer, x: Vector) -> Vector:
+        sigma = self.activation.scalar.exact
+        pre = matvec(layer.up.rows, x)
+        if layer.gate is None:
+            hidden = [sigma(h) for h in pre]
+        else:
+            hidden = [sigma(g) * h for g, h in zip(matvec(layer.gate.rows, x), pre, strict=True)]
+        out = matvec(layer.down.rows, hidden)
+        return tuple(s + o for s, o in zip(self.skip.apply(x), out, strict=True))
+
+    def evaluate(self, points: np.ndarray) -> np.ndarray:
+        """B at a batch of points (shape (N, d)) in float64, for every activation."""
+        assert self.layers is not None, "a family has no values"
+        x = np.asarray(points, dtype=np.float64)
+        sigma = self.activation.scalar.numpy
+        for layer in self.layers:
+            hidden = sigma(x @ layer.up.floats.T) if layer.gate is None else (
+                sigma(x @ layer.gate.floats.T) * (x @ layer.up.floats.T))
+            x = self.skip.apply_float(x) + hidden @ layer.down.floats.T
+        return x
+
+
+def matvec(rows: Sequence[Sequence[Fraction]], x: Sequence[Fraction]) -> Vector:
+    return tuple(sum((a * b for a, b in zip(row, x, strict=True)), Fraction(0)) for row in rows)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim with its expectation.
+
+    kind: "absorbable" (modality "" or "not": concrete blocks), "family" (modality "never",
+    "sometimes", "generically not", "always"), "equals", or "min_width".
+    """
+
+    kind: str
+    block: str
+    modality: str
+    width: int | None
+    other: str | None
+    min_width: int | None  # with kind "min_width": None means `none`
+    pos: Pos
+
+    @property
+    def statement(self) -> str:
+        """The claim as written, normalised: `R is not absorbable at width 50`."""
+        if self.kind == "equals":
+            return f"{self.block} equals {self.other}"
+        if self.kind == "min_width":
+            value = "none" if self.min_width is None else str(self.min_width)
+            return f"min width of {self.block} is {value}"
+        words = " ".join(w for w in ("is", self.modality, "absorbable") if w)
+        at = f" at width {self.width}" if self.width is not None else ""
+        return f"{self.block} {words}{at}"
+
+
+@dataclass(frozen=True)
+class Query:
+    block: str
+    width: int | None
+    pos: Pos
+
+    @property
+    def statement(self) -> str:
+        at = f" at width {self.width}" if self.width is not None else ""
+        return f"query {self.block}{at}"
+
+
+Statement = Claim | Query
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated spec file: its blocks by name and its claims/queries in order."""
+
+    path: str
+    blocks: dict[str, Block]
+    statements: tuple[Statement, ...]

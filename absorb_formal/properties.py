@@ -1,0 +1,201 @@
+"""Proofs of the activation properties of MATH.md §2, with sympy, from σ's formula alone.
+
+Soundness rule: a property is recorded only when sympy *proves* it (an identity simplifies
+to 0 in every sign case, or a limit evaluates to a finite number). Anything sympy cannot
+settle is recorded as absent, which can only make the tool answer `unknown` more often.
+
+Piecewise functions (Max, Abs, Piecewise) are proved case by case: z is replaced by a
+positive symbol p, by -p, and by 0 (NOTES.md: simplify alone does not see through Max).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .activations import Activation, Scalar
+
+
+@dataclass(frozen=True)
+class Properties:
+    """What is proved about an activation (σ and its gating); None/False = not proved.
+
+    - homogeneous: k with σ(tz) = t^k σ(z) for t > 0 (H(k)); block degree is k (+1 if gated)
+    - even: σ(−z) = σ(z) (E)
+    - bounded: σ continuous on R with finite limits at ±∞ (Bd)
+    - flat: every plain block P has P(0) = 0 and P(y) = o(‖y‖) (F)
+    - odd_linear: a ≠ 0 with σ(z) − σ(−z) = 2az (O(a))
+    - gated_const: c ≠ 0 with σ(z) + σ(−z) = 2c (Og(c))
+    - nonpoly_even: e(z) = σ(z) − az is not a polynomial (N)
+    - lemmas: the statements proved, for certificates ("lemma + direction", §7)
+    """
+
+    homogeneous: int | None = None
+    even: bool = False
+    bounded: bool = False
+    flat: bool = False
+    odd_linear: Fraction | None = None
+    gated_const: Fraction | None = None
+    nonpoly_even: bool = False
+    lemmas: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def block_degree(self, gated: bool) -> int | None:
+        """The positive-homogeneity degree of a whole block (gated adds the linear Ux)."""
+        if self.homogeneous is None:
+            return None
+        return self.homogeneous + (1 if gated else 0)
+
+    def names(self) -> list[str]:
+        """Short labels: H(2), E, Bd, F, O(1/2), Og(1/2), N."""
+        out = []
+        if self.homogeneous is not None:
+            out.append(f"H({self.homogeneous})")
+        out += [label for label, on in (("E", self.even), ("Bd", self.bounded),
+                                        ("F", self.flat)) if on]
+        if self.odd_linear is not None:
+            out.append(f"O({self.odd_linear})")
+        if self.gated_const is not None:
+            out.append(f"Og({self.gated_const})")
+        if self.nonpoly_even:
+            out.append("N")
+        return out
+
+
+@functools.cache
+def properties(activation: Activation) -> Properties:
+    """Prove every §2 property of `activation` that holds (cached per process)."""
+    return _Prover(activation.scalar, activation.gated).run()
+
+
+class _Prover:
+    def __init__(self, scalar: Scalar, gated: bool):
+        import sympy as sp
+
+        self.sp = sp
+        self.z = sp.Symbol("z", real=True)
+        self.p = sp.Symbol("p", positive=True)
+        self.t = sp.Symbol("t", positive=True)
+        self.sigma = scalar.sympy(self.z)
+        self.gated = gated
+        self.lemmas: dict[str, str] = {}
+
+    def f(self, arg: Any) -> Any:
+        return self.sigma.subs(self.z, arg)
+
+    def is_identically_zero(self, expr: Any) -> bool:
+        """expr(z) = 0 for every real z, proved on z = p > 0, z = −p and z = 0."""
+        sp = self.sp
+        for case in (self.p, -self.p, sp.Integer(0)):
+            value = expr.subs(self.z, case)
+            if sp.simplify(sp.piecewise_fold(value)) != 0:
+                return False
+        return True
+
+    def constant(self, expr: Any) -> Fraction | None:
+        """expr as an exact rational constant, if sympy reduces it to one."""
+        value = self.sp.simplify(expr)
+        if value.free_symbols or not value.is_Rational:
+            return None
+        return Fraction(int(value.p), int(value.q))
+
+    def limit(self, expr: Any, point: Any) -> Any:
+        try:
+            return self.sp.limit(expr, self.p, point)
+        except Exception:  # sympy cannot always decide a limit: "not proved", never a crash
+            return self.sp.nan
+
+    def finite(self, value: Any) -> bool:
+        return bool(value.is_finite) and value.is_real is True
+
+    def run(self) -> Properties:
+        a = self.odd_linear()
+        return Properties(
+            homogeneous=self.homogeneous(),
+            even=self.even(),
+            bounded=self.bounded(),
+            flat=self.flat(),
+            odd_linear=a,
+            gated_const=self.gated_const(),
+            nonpoly_even=a is not None and self.nonpoly_even(a),
+            lemmas=self.lemmas,
+        )
+
+    def homogeneous(self) -> int | None:
+        sp, p, t, z = self.sp, self.p, self.t, self.z
+        k = None
+        for branch in (self.f(p), self.f(-p)):
+            if sp.simplify(branch) != 0:
+                k = self.constant(p * sp.diff(branch, p) / branch)
+                break
+        if k is None or k.denominator != 1 or k < 0:
+            return None
+        if not self.is_identically_zero(self.f(t * z) - t ** int(k) * self.sigma):
+            return None
+        self.lemmas["H"] = f"sigma(t*z) - t**{k}*sigma(z) == 0 for all real z, t > 0"
+        return int(k)
+
+    def even(self) -> bool:
+        if not self.is_identically_zero(self.f(-self.z) - self.sigma):
+            return False
+        self.lemmas["E"] = "sigma(-z) - sigma(z) == 0 for all real z"
+        return True
+
+    def odd_linear(self) -> Fraction | None:
+        p = self.p
+        a = self.constant((self.f(p) - self.f(-p)) / (2 * p))
+        if not a or not self.is_identically_zero(self.sigma - self.f(-self.z) - 2 * a * self.z):
+            return None
+        self.lemmas["O"] = f"sigma(z) - sigma(-z) - 2*({a})*z == 0 for all real z"
+        return a
+
+    def gated_const(self) -> Fraction | None:
+        c = self.constant((self.f(self.p) + self.f(-self.p)) / 2)
+        if not c or not self.is_identically_zero(self.sigma + self.f(-self.z) - 2 * c):
+            return None
+        self.lemmas["Og"] = f"sigma(z) + sigma(-z) - 2*({c}) == 0 for all real z"
+        return c
+
+    def bounded(self) -> bool:
+        sp = self.sp
+        ends = [self.limit(self.f(self.p), sp.oo), self.limit(self.f(-self.p), sp.oo)]
+        if not all(self.finite(v) for v in ends):
+            return False
+        try:
+            domain = sp.calculus.util.continuous_domain(self.sigma, self.z, sp.S.Reals)
+        except Exception:  # an expression sympy cannot analyse: not proved
+            return False
+        if domain != sp.S.Reals:
+            return False
+        self.lemmas["Bd"] = (f"sigma continuous on R, sigma(z) -> {ends[0]} as z -> +oo and "
+                             f"-> {ends[1]} as z -> -oo, hence bounded")
+        return True
+
+    def flat(self) -> bool:
+        sp, p = self.sp, self.p
+        if sp.simplify(self.f(sp.Integer(0))) != 0:
+            return False
+        if self.gated:  # σ(0) = 0 and σ continuous at 0: σ(g·y)(u·y) = o(1)·O(|y|)
+            ends = [self.limit(self.f(p), 0), self.limit(self.f(-p), 0)]
+            statement = "sigma(0) == 0 and sigma(z) -> 0 as z -> 0"
+        else:  # σ(z) = o(z)
+            ends = [self.limit(self.f(p) / p, 0), self.limit(self.f(-p) / p, 0)]
+            statement = "sigma(0) == 0 and sigma(z)/z -> 0 as z -> 0"
+        if any(v != 0 for v in ends):
+            return False
+        self.lemmas["F"] = statement
+        return True
+
+    def nonpoly_even(self, a: Fraction) -> bool:
+        """e(z) = σ(z) − az is no polynomial: e(z)/z has finite, different limits at ±∞
+        (a polynomial's are equal, or infinite)."""
+        sp, p = self.sp, self.p
+        e = self.sigma - sp.Rational(a) * self.z
+        plus = self.limit(e.subs(self.z, p) / p, sp.oo)
+        minus = self.limit(e.subs(self.z, -p) / (-p), sp.oo)
+        if not (self.finite(plus) and self.finite(minus)) or sp.simplify(plus - minus) == 0:
+            return False
+        self.lemmas["N"] = (f"e(z) = sigma(z) - ({a})*z has e(z)/z -> {plus} at +oo and "
+                            f"-> {minus} at -oo, so e is not a polynomial")
+        return True

@@ -1,0 +1,99 @@
+"""Results to text: one line per claim or query, a summary, or one JSON document."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .language.errors import SpecError
+from .model import Claim, Statement
+from .result import PROVED, REFUTED, UNKNOWN, Result
+
+EXIT_OK, EXIT_REFUTED, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One decided statement of one file."""
+
+    statement: Statement
+    result: Result
+    seconds: float
+
+    @property
+    def kind(self) -> str:
+        return "claim" if isinstance(self.statement, Claim) else "query"
+
+    def line(self, path: str) -> str:
+        """`FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]`."""
+        r = self.result
+        said = r.verdict if r.outcome != UNKNOWN else r.reason
+        return f"{path}:{self.statement.pos.line}: {r.outcome}: {self.statement.statement} " \
+               f"— {said} [{r.method}]"
+
+    def as_json(self) -> dict[str, Any]:
+        r = self.result
+        data: dict[str, Any] = {
+            "line": self.statement.pos.line,
+            "statement": self.statement.statement,
+            "kind": self.kind,
+            "block": self.statement.block,
+            "outcome": r.outcome,
+            "verdict": r.verdict,
+            "method": r.method,
+            "reason": r.reason,
+            "certificate": r.certificate,
+            "min_width": r.min_width,
+            "seconds": round(self.seconds, 3),
+        }
+        data.update(r.extra)
+        return data
+
+
+@dataclass
+class FileReport:
+    path: str
+    entries: list[Entry] = field(default_factory=list)
+    error: SpecError | str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        errors: list[dict[str, Any]] = []
+        if isinstance(self.error, SpecError):
+            errors = [d.as_json() for d in self.error.diagnostics]
+        elif self.error:
+            errors = [{"line": None, "column": None, "message": self.error}]
+        return {"path": self.path, "results": [e.as_json() for e in self.entries],
+                "errors": errors}
+
+
+def exit_code(files: list[FileReport]) -> int:
+    """2 if a spec has an error, else 1 if a claim is refuted, else 3 if anything is
+    unknown, else 0 (LANGUAGE.md, "Outcomes")."""
+    if any(f.error for f in files):
+        return EXIT_ERROR
+    outcomes = {e.result.outcome for f in files for e in f.entries}
+    if REFUTED in outcomes:
+        return EXIT_REFUTED
+    if UNKNOWN in outcomes:
+        return EXIT_UNKNOWN
+    return EXIT_OK
+
+
+def summary(files: list[FileReport]) -> str:
+    entries = [e for f in files for e in f.entries]
+    claims = Counter(e.result.outcome for e in entries if e.kind == "claim")
+    queries = Counter(e.result.outcome for e in entries if e.kind == "query")
+    errors = sum(1 for f in files if f.error)
+    n_claims, n_queries = sum(claims.values()), sum(queries.values())
+    return (f"summary: {len(files)} file{'s' * (len(files) != 1)}, "
+            f"{n_claims} claim{'s' * (n_claims != 1)} ({claims[PROVED]} proved, "
+            f"{claims[REFUTED]} refuted, {claims[UNKNOWN]} unknown), "
+            f"{n_queries} quer{'ies' if n_queries != 1 else 'y'} "
+            f"({n_queries - queries[UNKNOWN]} decided, {queries[UNKNOWN]} unknown), "
+            f"{errors} file{'s' * (errors != 1)} with errors")
+
+
+def as_json(files: list[FileReport], code: int) -> str:
+    return json.dumps({"files": [f.as_json() for f in files], "exit_code": code}, indent=2)

@@ -1,0 +1,56 @@
+"""Shared fixtures: where the examples live, and the CLI run in-process."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from absorb_formal.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_EXAMPLES = ROOT.parent / "shared" / "examples"
+CORPUS = ROOT / "specs"
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_cli(*argv: str | Path) -> Run:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in argv], out, err)
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli() -> Any:
+    return run_cli
+
+
+@pytest.fixture
+def write_spec(tmp_path: Path) -> Any:
+    """Write spec text to a file in a fresh folder; return its path."""
+
+    def write(text: str, name: str = "spec.mlp") -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+def example_files() -> list[Path]:
+    """The normative examples (../shared/examples), falling back to the corpus copy."""
+    folder = SHARED_EXAMPLES if SHARED_EXAMPLES.is_dir() else CORPUS / "examples"
+    return sorted(folder.glob("*.mlp"))

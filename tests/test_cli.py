@@ -1,0 +1,106 @@
+"""The `absorb-prove` command, run in-process through `main(argv, stdout, stderr)`."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from absorb_formal.report import summary
+
+from .conftest import CORPUS, example_files
+
+LINE = re.compile(r"^(?P<file>[^:]+\.mlp):(?P<line>\d+): "
+                  r"(?P<outcome>proved|refuted|unknown|decided): "
+                  r"(?P<statement>.+) — (?P<verdict>.+) \[(?P<method>[^\]]+)\]$")
+KEYS = {"line", "statement", "kind", "block", "outcome", "verdict", "method", "reason",
+        "certificate", "min_width", "seconds"}
+
+
+def test_help_documents_the_line_format_and_exit_codes(cli):
+    run = cli("--help")
+    assert run.code == 0
+    assert "FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]" in run.out
+    for code in ("0  every claim proved", "1  some claim refuted", "2  a spec has an error",
+                 "3  no claim refuted, but some claim or query unknown"):
+        assert code in run.out
+
+
+def test_examples_give_one_well_formed_line_per_claim(cli):
+    files = example_files()
+    run = cli(*files)
+    lines = run.out.splitlines()
+    claims = [m for m in map(LINE.match, lines[:-1])]
+    assert all(claims), lines
+    assert lines[-1].startswith("summary: 7 files, 15 claims")
+    assert run.code in (0, 1, 3)
+    assert run.err == ""
+
+
+def test_json_document_has_the_documented_shape(cli):
+    run = cli("--json", *example_files())
+    doc = run.json()
+    assert set(doc) == {"files", "exit_code"} and doc["exit_code"] == run.code
+    assert len(doc["files"]) == 7
+    for f in doc["files"]:
+        assert f["errors"] == []
+        for result in f["results"]:
+            assert set(result) >= KEYS
+            assert result["kind"] == "claim"
+            assert result["outcome"] in {"proved", "refuted", "unknown"}
+            if result["outcome"] == "unknown":
+                assert result["reason"] and result["certificate"] is None
+
+
+def test_folders_are_searched_recursively_in_a_stable_order(cli, tmp_path):
+    for sub in ("b", "a/deep"):
+        (tmp_path / sub).mkdir(parents=True)
+        (tmp_path / sub / "x.mlp").write_text("block F { activation relu dim 2 width 2 }\n"
+                                              "query F\n")
+    run = cli(tmp_path)
+    files = [line.split(":")[0] for line in run.out.splitlines()[:-1]]
+    assert files == [str(tmp_path / "a/deep/x.mlp"), str(tmp_path / "b/x.mlp")]
+
+
+def test_queries_are_reported_as_queries(cli, write_spec):
+    spec = write_spec("block F { activation relu dim 2 width 2 }\nquery F at width 3\n")
+    run = cli("--json", spec)
+    [result] = run.json()["files"][0]["results"]
+    assert result["kind"] == "query" and result["statement"] == "query F at width 3"
+    assert result["outcome"] in {"decided", "unknown"}
+
+
+@pytest.mark.parametrize("argv", [["nothere.mlp"], []])
+def test_missing_paths_exit_2_without_traceback(cli, argv):
+    run = cli(*argv)
+    assert run.code == 2
+    assert "Traceback" not in run.err
+
+
+def test_empty_folder_is_an_error(cli, tmp_path):
+    run = cli(tmp_path)
+    assert run.code == 2 and "no .mlp files" in run.err
+
+
+def test_spec_error_outranks_other_outcomes_and_json_lists_it(cli, tmp_path):
+    (tmp_path / "bad.mlp").write_text("block R { activation relu dim 2 width 2 }\n"
+                                      "claim Q is never absorbable\n")
+    (tmp_path / "ok.mlp").write_text("block R { activation relu dim 2 width 2 }\nquery R\n")
+    run = cli("--json", tmp_path)
+    doc = run.json()
+    assert run.code == doc["exit_code"] == 2
+    bad = doc["files"][0]
+    assert bad["errors"] == [{"line": 2, "column": 7,
+                              "message": "no block named 'Q' is declared"}]
+    assert "bad.mlp:2:7: error: no block named 'Q' is declared" in run.err
+
+
+def test_summary_counts():
+    assert summary([]) == ("summary: 0 files, 0 claims (0 proved, 0 refuted, 0 unknown), "
+                           "0 queries (0 decided, 0 unknown), 0 files with errors")
+
+
+def test_corpus_copy_of_examples_matches_shared():
+    shared = {p.name: p.read_text() for p in example_files()}
+    copy = {p.name: p.read_text() for p in sorted((CORPUS / "examples").glob("*.mlp"))}
+    assert copy == shared
