@@ -29,6 +29,11 @@ class Properties:
     - odd_linear: a ≠ 0 with σ(z) − σ(−z) = 2az (O(a))
     - gated_const: c ≠ 0 with σ(z) + σ(−z) = 2c (Og(c))
     - nonpoly_even: e(z) = σ(z) − az is not a polynomial (N)
+    - analytic: σ is real-analytic on R (An): built from polynomials, exp, erf and tanh with
+      no singularity on R. With N it makes e's Taylor series at 0 have infinitely many
+      non-zero terms, which separates the keys {u, −u} of the gelu family (MATH.md §4).
+    - linear: σ(z) = az exactly (Lin): blocks are linear maps
+    - sigma_at_zero: σ(0) when sympy reduces it to a rational
     - lemmas: the statements proved, for certificates ("lemma + direction", §7)
     """
 
@@ -39,6 +44,9 @@ class Properties:
     odd_linear: Fraction | None = None
     gated_const: Fraction | None = None
     nonpoly_even: bool = False
+    analytic: bool = False
+    linear: bool = False
+    sigma_at_zero: Fraction | None = None
     lemmas: dict[str, str] = field(default_factory=dict, compare=False)
 
     def block_degree(self, gated: bool) -> int | None:
@@ -60,6 +68,10 @@ class Properties:
             out.append(f"Og({self.gated_const})")
         if self.nonpoly_even:
             out.append("N")
+        if self.analytic:
+            out.append("An")
+        if self.linear:
+            out.append("Lin")
         return out
 
 
@@ -119,6 +131,9 @@ class _Prover:
             odd_linear=a,
             gated_const=self.gated_const(),
             nonpoly_even=a is not None and self.nonpoly_even(a),
+            analytic=self.analytic(),
+            linear=a is not None and self.linear(a),
+            sigma_at_zero=self.constant(self.f(self.sp.Integer(0))),
             lemmas=self.lemmas,
         )
 
@@ -186,6 +201,36 @@ class _Prover:
             return False
         self.lemmas["F"] = statement
         return True
+
+    def linear(self, a: Fraction) -> bool:
+        if not self.is_identically_zero(self.sigma - a * self.z):
+            return False
+        self.lemmas["Lin"] = f"sigma(z) - ({a})*z == 0 for all real z"
+        return True
+
+    def analytic(self) -> bool:
+        if not self._analytic_node(self.sigma):
+            return False
+        self.lemmas["An"] = ("sigma is built from polynomials, exp, erf, tanh and quotients by "
+                             "expressions positive on R, hence is real-analytic on R")
+        return True
+
+    def _analytic_node(self, node: Any) -> bool:
+        """Whitelist: constants, z, +, ×, exp/erf/tanh, integer powers (negative ones only of
+        bases that sympy proves positive for real z)."""
+        sp = self.sp
+        if not node.free_symbols:
+            return bool(node.is_finite) and node.is_real is True
+        if node == self.z:
+            return True
+        if isinstance(node, sp.Add | sp.Mul | sp.exp | sp.erf | sp.tanh):
+            return all(self._analytic_node(arg) for arg in node.args)
+        if isinstance(node, sp.Pow):
+            base, exponent = node.args
+            if not (exponent.is_Integer and self._analytic_node(base)):
+                return False
+            return bool(exponent >= 0 or base.is_positive)
+        return False
 
     def nonpoly_even(self, a: Fraction) -> bool:
         """e(z) = σ(z) − az is no polynomial: e(z)/z has finite, different limits at ±∞

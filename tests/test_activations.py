@@ -16,23 +16,24 @@ def labels(activation: acts.Activation) -> set[str]:
     return set(properties(activation).names())
 
 
-# The table of MATH.md §2, per activation (σ's properties; gated ones name the gate).
+# The table of MATH.md §2, per activation (σ's properties; gated ones name the gate), plus
+# An (real-analytic on R) and Lin (σ(z) = az), which the rules of §4 also use.
 TABLE = {
     "relu": {"H(1)", "O(1/2)", "N"},
     "abs": {"H(1)", "E"},
-    "square": {"H(2)", "E", "F"},
-    "identity": {"H(1)", "O(1)"},
-    "gelu": {"O(1/2)", "N"},
-    "gelu_tanh": {"O(1/2)", "N"},
-    "silu": {"O(1/2)", "N"},
-    "swish": {"O(1/2)", "N"},
-    "tanh": {"Bd"},
-    "sigmoid": {"Bd", "Og(1/2)"},
-    "swiglu": {"F", "O(1/2)", "N"},
-    "geglu": {"F", "O(1/2)", "N"},
+    "square": {"H(2)", "E", "F", "An"},
+    "identity": {"H(1)", "O(1)", "An", "Lin"},
+    "gelu": {"O(1/2)", "N", "An"},
+    "gelu_tanh": {"O(1/2)", "N", "An"},
+    "silu": {"O(1/2)", "N", "An"},
+    "swish": {"O(1/2)", "N", "An"},
+    "tanh": {"Bd", "An"},
+    "sigmoid": {"Bd", "Og(1/2)", "An"},
+    "swiglu": {"F", "O(1/2)", "N", "An"},
+    "geglu": {"F", "O(1/2)", "N", "An"},
     "reglu": {"H(1)", "F", "O(1/2)", "N"},
-    "glu": {"Bd", "Og(1/2)"},
-    "bilinear": {"H(1)", "F", "O(1)"},
+    "glu": {"Bd", "Og(1/2)", "An"},
+    "bilinear": {"H(1)", "F", "O(1)", "An", "Lin"},
 }
 
 
@@ -42,16 +43,16 @@ def test_named_activations_match_the_table(name):
 
 
 @pytest.mark.parametrize(("activation", "expected"), [
-    (acts.leaky_relu(F(1)), {"H(1)", "O(1)"}),            # linear: the identity
+    (acts.leaky_relu(F(1)), {"H(1)", "O(1)", "An", "Lin"}),  # the identity
     (acts.leaky_relu(F(-1)), {"H(1)", "E"}),              # even: |z|
     (acts.leaky_relu(F(1, 2)), {"H(1)", "O(3/4)", "N"}),  # a = (1 + α)/2
     (acts.leaky_relu(F(0)), {"H(1)", "O(1/2)", "N"}),     # relu
     (acts.relu_power(2), {"H(2)", "F"}),
     (acts.relu_power(3), {"H(3)", "F"}),
-    (acts.poly((F(0), F(0), F(1))), {"H(2)", "E", "F"}),
-    (acts.poly((F(0), F(1), F(1))), {"O(1)"}),            # z + z²: not homogeneous, not N
-    (acts.poly((F(0), F(0), F(0), F(2))), {"H(3)", "F"}),
-    (acts.poly((F(0), F(1), F(0), F(0))), {"H(1)", "O(1)"}),  # trailing zeros: identity
+    (acts.poly((F(0), F(0), F(1))), {"H(2)", "E", "F", "An"}),
+    (acts.poly((F(0), F(1), F(1))), {"O(1)", "An"}),      # z + z²: not homogeneous, not N
+    (acts.poly((F(0), F(0), F(0), F(2))), {"H(3)", "F", "An"}),
+    (acts.poly((F(0), F(1), F(0), F(0))), {"H(1)", "O(1)", "An", "Lin"}),  # identity
 ])
 def test_parameterised_activations(activation, expected):
     assert labels(activation) == expected

@@ -1,0 +1,192 @@
+"""Concrete blocks: absorbable at a width? which minimal width? (MATH.md §3–5).
+
+Order of the rules: a plain block absorbs itself; T1–T4 refute at every width; depth 1 goes
+to the linear rule, the canonical-form width search (O(a)+N) or the GLU rule (Og(c));
+depth ≥ 2 with O(a) stacks per-layer witnesses. Anything else is `unknown`, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from .. import certificates as cert
+from ..model import Block, Layer, Matrix
+from . import glu, linear, width
+from .canonical import CanonicalForm, canonical_form, ridge
+from .decision import Decision, undecided
+from .never import never
+
+WIDTH_METHOD = "§4 canonical form + width search"
+
+
+def pad(layer: Layer, size: int) -> Layer:
+    """The same plain layer with zero neurons added up to `size`."""
+    extra = size - layer.up.shape[0]
+    if extra <= 0:
+        return layer
+    zero_rows = [(Fraction(0),) * layer.up.shape[1]] * extra
+
+    def grow(m: Matrix | None) -> Matrix | None:
+        return None if m is None else Matrix(list(m.rows) + zero_rows)
+
+    down = Matrix([row + (Fraction(0),) * extra for row in layer.down.rows])
+    return Layer(grow(layer.up), down, grow(layer.gate))  # type: ignore[arg-type]
+
+
+def plain_itself(block: Block, size: int) -> Decision | None:
+    """A block with skip none is plain: it absorbs itself at any width ≥ its own."""
+    if not block.is_plain or size < block.width or block.layers is None:
+        return None
+    stack = tuple(pad(layer, size) for layer in block.layers)
+    return Decision(True, "plain block (skip none)",
+                    cert.witness(stack, size, "the block itself (skip none), zero-padded"),
+                    witness=stack, detail="the block is plain")
+
+
+def never_decision(block: Block) -> Decision | None:
+    proof = never(block)
+    if proof is None:
+        return None
+    return Decision(False, proof.rule, proof.certificate, detail="never, at any width")
+
+
+def ridge_width(cf: CanonicalForm, block: Block, size: int) -> Decision:
+    if size < max(cf.p, 1):
+        return Decision(False, WIDTH_METHOD, width.key_count_refutation(cf, size),
+                        detail=f"{cf.p} keys need {cf.p} neurons")
+    found = width.search(cf, size)
+    if found.choice is not None:
+        layer = width.build(cf, found.choice, size)
+        return Decision(True, WIDTH_METHOD,
+                        width.witness_certificate(cf, found.choice, layer, size),
+                        witness=(layer,), detail=describe(cf, found.choice, block))
+    if found.incomplete:
+        return undecided(f"width search incomplete: {found.incomplete}")
+    return Decision(False, WIDTH_METHOD, width.refutation(cf, size, found),
+                    detail="no signs, doubles or spare pairs fit")
+
+
+def describe(cf: CanonicalForm, choice: width.Choice, block: Block) -> str:
+    """The paper's index set J when the choice is a pure sign flip of single neurons."""
+    if choice.delta or choice.k or block.layers is None or cf.p != block.width:
+        return (f"{choice.cost} neurons: {len(choice.signs)} single keys, "
+                f"{len(choice.delta)} doubles, {choice.k} spare pairs")
+    up = block.layers[0].up.rows
+    signs = dict(choice.signs)
+    index = {key: n for n, (key, _) in enumerate(cf.keys)}
+    flipped = []
+    for i, u in enumerate(up):
+        key, alpha = _normalised(cf, u)
+        if signs[index[key]] * (1 if alpha > 0 else -1) < 0:
+            flipped.append(i + 1)
+    return "J = {" + ", ".join(map(str, flipped)) + "}"
+
+
+def _normalised(cf: CanonicalForm, u: tuple[Fraction, ...]) -> tuple[Any, Fraction]:
+    from .canonical import normalise
+
+    return normalise(u, cf.ridge.family)
+
+
+def depth_one(block: Block, size: int) -> Decision:
+    found = linear.decide_width(block, size)
+    if found is not None:
+        return found
+    cf = canonical_form(block)
+    if cf is not None:
+        return ridge_width(cf, block, size)
+    if block.activation.gated:
+        at_own = glu.decide(block, block.width)
+        if at_own is not None:
+            return glu_at(block, at_own, size)
+    return undecided(f"no rule of MATH.md §3–5 decides {block.activation} blocks "
+                     "that no never-rule covers")
+
+
+def glu_at(block: Block, at_own: Decision, size: int) -> Decision:
+    if at_own.absorbable is True and size >= block.width:
+        assert at_own.witness is not None
+        stack = tuple(pad(layer, size) for layer in at_own.witness)
+        certificate = dict(at_own.certificate or {}, width=size, layers=cert.layers(stack))
+        return replace(at_own, certificate=certificate, witness=stack)
+    if size == block.width or at_own.absorbable is None:
+        return at_own
+    return undecided("§5 decides GLU blocks at their own width only")
+
+
+def stacked(block: Block, size: int) -> Decision:
+    """Depth ≥ 2, O(a): a stack of per-layer witnesses is a witness (MATH.md §5)."""
+    if linear.slope(block) is None and ridge(block.activation) is None:
+        return undecided(f"depth {block.depth} {block.activation} blocks are covered by no rule")
+    assert block.layers is not None
+    layers = []
+    for n, layer in enumerate(block.layers, start=1):
+        single = replace(block, depth=1, layers=(layer,))
+        decision = depth_one(single, size)
+        if decision.absorbable is not True:
+            why = "is not absorbable" if decision.absorbable is False else "is undecided"
+            return undecided(f"layer {n} {why} at width {size} on its own; a stack is decided "
+                             "only when every layer is absorbable")
+        assert decision.witness is not None
+        layers.append(decision.witness[0])
+    stack = tuple(layers)
+    return Decision(True, "§5 stack of per-layer witnesses",
+                    cert.witness(stack, size, "each layer's canonical form equals the "
+                                 "block layer's"), witness=stack,
+                    detail=f"{block.depth} layers, each absorbable")
+
+
+def at_width(block: Block, size: int) -> Decision:
+    """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
+    for rule in (plain_itself(block, size), never_decision(block)):
+        if rule is not None:
+            return rule
+    if block.depth == 1:
+        return depth_one(block, size)
+    return stacked(block, size)
+
+
+@dataclass(frozen=True)
+class MinWidth:
+    """value: the least width (None = no width; see `found`); `found` False = undecided."""
+
+    found: bool
+    value: int | None = None
+    method: str = "none"
+    certificate: dict[str, Any] | None = None
+    reason: str = ""
+
+
+def minimal_width(block: Block) -> MinWidth:
+    """The least absorbing width with witness + refutation just below, or 'none' (never)."""
+    nv = never_decision(block)
+    if nv is not None:
+        return MinWidth(True, None, nv.method, nv.certificate)
+    if block.depth == 1:
+        w = linear.min_width(block)
+        if w is not None:
+            return _bracket(block, w, linear.METHOD)
+        cf = canonical_form(block)
+        if cf is not None:
+            bound = width.upper_bound(cf)
+            found = width.search(cf, bound.cost)
+            if found.choice is None:
+                return MinWidth(False, reason=f"width search incomplete: {found.incomplete}")
+            return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD)
+    return MinWidth(False, reason=f"no rule gives the minimal width of {block.activation} "
+                                  f"blocks of depth {block.depth}")
+
+
+def _bracket(block: Block, value: int, method: str) -> MinWidth:
+    """Certify `value`: a witness at it and a refutation at value − 1 (if value > 1)."""
+    above = at_width(block, value)
+    if above.absorbable is not True:
+        return MinWidth(False, reason=f"internal inconsistency at width {value}")
+    below = at_width(block, value - 1) if value > 1 else None
+    if below is not None and below.absorbable is not False:
+        return MinWidth(False, reason=f"width {value - 1} undecided: {below.reason}")
+    return MinWidth(True, value, method, {
+        "kind": "minimal width", "width": value, "witness": above.certificate,
+        "below": below.certificate if below else None})

@@ -1,0 +1,77 @@
+"""`claim A equals B` for depth-1 blocks, by canonical forms (MATH.md §4, uniqueness).
+
+Forms compare when the two activations share their even part e up to normalisation (any two
+relu-family activations; the same analytic σ), or when either block is linear (no keys): the
+ridge functions of distinct keys are independent of each other and of linear maps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import certificates as cert
+from .. import linalg
+from ..model import Block
+from . import linear, points
+from .canonical import CanonicalForm, canonical_form
+
+METHOD = "§4 canonical forms"
+
+
+@dataclass(frozen=True)
+class Equality:
+    equal: bool | None
+    certificate: dict[str, Any] | None = None
+    reason: str = ""
+
+
+def _form(block: Block) -> tuple[CanonicalForm | None, linalg.Rows | None]:
+    """(ridge canonical form, None) or (None, Λ) for a linear block, or (None, None)."""
+    if block.depth != 1 or block.layers is None:
+        return None, None
+    a = linear.slope(block)
+    if a is not None:
+        return None, linear.lam(block, a)
+    return canonical_form(block), None
+
+
+def decide(left: Block, right: Block) -> Equality:
+    cf_l, lin_l = _form(left)
+    cf_r, lin_r = _form(right)
+    if (cf_l is None and lin_l is None) or (cf_r is None and lin_r is None):
+        return Equality(None, reason="canonical forms cover depth-1 blocks with O(a)+N or "
+                                     "linear activations only")
+    lam_l = cf_l.lam if cf_l else lin_l
+    lam_r = cf_r.lam if cf_r else lin_r
+    keys_l = cf_l.keys if cf_l else ()
+    keys_r = cf_r.keys if cf_r else ()
+    if cf_l and cf_r and not cf_l.ridge.same_e(cf_r.ridge) and (keys_l or keys_r):
+        return Equality(None, reason=f"{left.activation} and {right.activation} have different "
+                                     "even parts; their canonical forms do not compare")
+    equal = lam_l == lam_r and keys_l == keys_r
+    certificate = {"kind": "canonical forms", "equal": equal,
+                   "left": _json(cf_l, lam_l), "right": _json(cf_r, lam_r)}
+    if not equal:
+        point = _differing_point(left, right)
+        if point is not None:
+            certificate["point"] = point
+    return Equality(equal, certificate)
+
+
+def _json(cf: CanonicalForm | None, lam: linalg.Rows | None) -> dict[str, Any]:
+    if cf is not None:
+        return cf.as_json()
+    assert lam is not None
+    return {"family": "linear", "Lambda": cert.matrix(lam), "keys": []}
+
+
+def _differing_point(left: Block, right: Block) -> dict[str, Any] | None:
+    """A rational x0 with A(x0) ≠ B(x0), by exact evaluation where both are rational."""
+    if not (left.activation.is_rational and right.activation.is_rational):
+        return None
+    for x0 in points.candidates(left.dim):
+        a, b = left.evaluate_exact(x0), right.evaluate_exact(x0)
+        if a != b:
+            return {"x0": cert.vector(x0), "left": cert.vector(a), "right": cert.vector(b)}
+    return None

@@ -1,0 +1,212 @@
+"""Families (weights not given): never / sometimes / generically not / always (MATH.md §3–4).
+
+Facts, each with the rule that proves it:
+- S = 0: the block is plain, so always absorbable at width ≥ m (and sometimes at any width:
+  zero weights).
+- T1–T4: never (so generically not, not sometimes, not always).
+- any O(a) activation, any depth: always at width ≥ m + 2·rank(S) (each layer keeps its own
+  neurons and adds rank(S) pairs ±y with ±c/(2a), which realise S).
+- O(a)+N at depth 1 (relu family, analytic family) and linear activations: the table of §4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+from .. import certificates as cert
+from .. import linalg
+from ..model import Block, Layer, Matrix
+from ..properties import properties
+from . import concrete, skip
+from .canonical import ridge
+from .decision import Decision, undecided
+from .never import never
+
+MODALITIES = ("never", "sometimes", "generically not", "always")
+MAX_EXAMPLE_DIM = 32  # witness blocks are built only for families this small
+
+
+@dataclass
+class Facts:
+    """truth[modality] ∈ {True, False}; absent = not decided. Each with method + certificate."""
+
+    truth: dict[str, bool] = field(default_factory=dict)
+    method: dict[str, str] = field(default_factory=dict)
+    certificate: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reason: str = ""
+
+    def set(self, modality: str, value: bool, method: str, certificate: dict[str, Any]) -> None:
+        if modality not in self.truth:
+            self.truth[modality] = value
+            self.method[modality] = method
+            self.certificate[modality] = certificate
+
+
+def facts(block: Block, size: int) -> Facts:
+    out = Facts()
+    if block.skip.is_zero:
+        _plain(block, size, out)
+    else:
+        proof = never(block)
+        if proof is not None:
+            certificate = proof.certificate
+            out.set("never", True, proof.rule, certificate)
+            out.set("generically not", True, proof.rule, certificate)
+            out.set("sometimes", False, proof.rule, certificate)
+            out.set("always", False, proof.rule, certificate)
+            return out
+        _odd_linear(block, size, out)
+    if not out.truth:
+        out.reason = (f"no rule of MATH.md §3–4 covers {block.activation} families of depth "
+                      f"{block.depth} at width {size}")
+    return out
+
+
+def _plain(block: Block, size: int, out: Facts) -> None:
+    zero = _zero_example(block, size)
+    out.set("sometimes", True, "plain family (skip none)", zero)
+    out.set("never", False, "plain family (skip none)", zero)
+    if size >= block.width:
+        rule = {"kind": "rule", "rule": "plain family", "width": size,
+                "argument": "with skip none the block is a plain block of width m <= w"}
+        out.set("always", True, "plain family (skip none)", rule)
+        out.set("generically not", False, "plain family (skip none)", rule)
+
+
+def _odd_linear(block: Block, size: int, out: Facts) -> None:
+    props = properties(block.activation)
+    a = props.odd_linear
+    if a is None or block.activation.gated:
+        return
+    r = skip.rank(block.skip)
+    m = block.width
+    if size >= m + 2 * r:
+        rule = {"kind": "rule", "rule": "spare pairs", "rank_S": r, "width": size,
+                "lemma": props.lemmas["O"],
+                "argument": "keep the m neurons of each layer and add rank(S) pairs "
+                            "(y, c/(2a)), (-y, -c/(2a)) with S = sum c y^T: "
+                            "sigma(z) - sigma(-z) = 2az makes each pair c y^T x"}
+        rule = _with_example(block, size, rule, "always")
+        out.set("always", True, "spare pairs (§4)", rule)
+        out.set("sometimes", True, "spare pairs (§4)", rule)
+        out.set("never", False, "spare pairs (§4)", rule)
+        out.set("generically not", False, "spare pairs (§4)", rule)
+    if block.depth != 1:
+        return
+    if props.linear:
+        _linear_table(block, size, r, out)
+    elif ridge(block.activation) is not None:
+        _ridge_table(block, size, r, out)
+
+
+def _linear_table(block: Block, size: int, r: int, out: Facts) -> None:
+    m, d = block.width, block.dim
+    generic = min(d, r + m)
+    table = {"kind": "rule", "rule": "§4 identity activation", "rank_S": r, "width": size,
+             "generic_rank": generic,
+             "argument": "B = (S + a DU) x; DU ranges over rank <= min(m, d), so rank(S + aDU) "
+                         "ranges over [max(0, rank S - m), min(d, rank S + m)], the top "
+                         "value generically; width w absorbs exactly rank <= w"}
+    method = "§4 linear blocks"
+    out.set("never", r > m + size, method, table)
+    out.set("sometimes", r <= m + size, method, _with_example(block, size, table, "sometimes")
+            if r <= m + size else table)
+    out.set("generically not", generic > size, method, table)
+    out.set("always", generic <= size, method, table)
+
+
+def _ridge_table(block: Block, size: int, r: int, out: Facts) -> None:
+    m, d = block.width, block.dim
+    family = ridge(block.activation)
+    assert family is not None
+    never_rule = {"kind": "rule", "rule": "§4 rank of S", "rank_S": r, "width": size,
+                  "argument": "if P absorbs B, P - (B - Sx) = Sx is a plain block of width "
+                              "m + w, and a plain block equal to Sx needs 2 rank(S) neurons"}
+    if m + size < 2 * r:
+        out.set("never", True, "§4 rank of S", never_rule)
+        out.set("sometimes", False, "§4 rank of S", never_rule)
+        out.set("always", False, "§4 rank of S", never_rule)
+        out.set("generically not", True, "§4 rank of S", never_rule)
+        return
+    if size < m:
+        return
+    if family.family == "relu" and d == 1 and m >= 2:
+        if size == m:
+            rule = {"kind": "rule", "rule": "§4 relu family in d = 1", "width": size,
+                    "argument": "all neurons share one line, so p <= 1 and the key can be "
+                                "doubled: width p + 1 <= 2 <= m always suffices"}
+            rule = _with_example(block, size, rule, "always")
+            for modality, value in (("always", True), ("sometimes", True), ("never", False),
+                                    ("generically not", False)):
+                out.set(modality, value, "§4 relu family, d = 1", rule)
+        return
+    if r <= m:
+        example = _with_example(block, size, {
+            "kind": "rule", "rule": "§4 subset condition", "rank_S": r, "width": size,
+            "argument": "weights with sum_{i in J} d_i u_i^T = -S/(2a) (J = the first rank(S) "
+                        "neurons, from a rank factorisation of S) are absorbable"}, "sometimes")
+        out.set("sometimes", True, "§4 subset condition", example)
+        out.set("never", False, "§4 subset condition", example)
+    if size == m:
+        generic = {"kind": "rule", "rule": "§4 genericity", "width": size,
+                   "argument": "generic weights put every neuron alive on its own key (p = m), "
+                               "leaving no doubles or spare pairs; absorbable then needs "
+                               "sum_{i in J} d_i u_i^T = -S/(2a) for one of finitely many J, "
+                               "each a proper algebraic condition since S != 0"}
+        out.set("generically not", True, "§4 genericity", generic)
+        out.set("always", False, "§4 genericity", generic)
+
+
+def _zero_example(block: Block, size: int) -> dict[str, Any]:
+    return {"kind": "rule", "rule": "zero weights", "width": size,
+            "argument": "with all weights 0 and skip none the block is the zero map, which "
+                        "a plain block of any width (zero weights) computes"}
+
+
+def _with_example(block: Block, size: int, rule: dict[str, Any], why: str) -> dict[str, Any]:
+    """Attach a concrete member of the family and its witness when the family is small."""
+    if block.dim > MAX_EXAMPLE_DIM or block.width > 4 * MAX_EXAMPLE_DIM or block.depth > 4:
+        return rule
+    member = example_member(block, why)
+    if member is None:
+        return rule
+    decision = concrete.at_width(member, size)
+    if decision.absorbable is not True:
+        return rule
+    return {**rule, "example": {"layers": cert.layers(member.layers or ()),
+                                "witness": decision.certificate}}
+
+
+def example_member(block: Block, why: str) -> Block | None:
+    """Weights that make the family member absorbable: the first rank(S) neurons carry
+    −S/(2a) from a rank factorisation of S; the others are small fixed distinct neurons."""
+    a = properties(block.activation).odd_linear
+    if a is None:
+        return None
+    d, m = block.dim, block.width
+    terms = linalg.rank_factor(block.skip.rows())
+    neurons: list[tuple[tuple[Fraction, ...], tuple[Fraction, ...]]] = []
+    for c, y in terms[:m]:
+        neurons.append((y, tuple(-x / (2 * a) for x in c)))
+    n = 0
+    while len(neurons) < m:  # distinct extra neurons u = e_j + (n+1) e_{j+1}, d = e_j
+        j = n % d
+        u = tuple(Fraction(1) if t == j else Fraction(n + 1) if t == (j + 1) % d and d > 1
+                  else Fraction(0) for t in range(d))
+        neurons.append((u, tuple(Fraction(1) if t == j else Fraction(0) for t in range(d))))
+        n += 1
+    layer = Layer(Matrix([u for u, _ in neurons]),
+                  Matrix(linalg.transpose([dv for _, dv in neurons])))
+    return replace(block, layers=(layer,) * block.depth)
+
+
+def decide(block: Block, modality: str, size: int) -> Decision:
+    """The claim 'NAME is MODALITY absorbable [at width size]' as a Decision (True = holds)."""
+    found = facts(block, size)
+    if modality not in found.truth:
+        return undecided(found.reason or f"no rule decides whether {block.name} is {modality} "
+                                          f"absorbable at width {size}")
+    return Decision(found.truth[modality], found.method[modality],
+                    found.certificate[modality])

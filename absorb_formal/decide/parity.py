@@ -1,0 +1,43 @@
+"""T2 Parity (MATH.md §3): σ even (E), ungated. Every plain stack is even, so a block with
+`B(x0) ≠ B(−x0)` is never absorbable; at depth 1 that holds whenever S ≠ 0
+(`B(x) − B(−x) = 2Sx`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import certificates as cert
+from ..model import Block
+from ..properties import Properties
+from . import points, skip
+
+RULE = "T2 parity"
+
+
+def _applies(block: Block, props: Properties) -> bool:
+    return props.even and not block.activation.gated
+
+
+def family(block: Block, props: Properties) -> dict[str, Any] | None:
+    found = skip.direction(block.skip, 1)
+    if not _applies(block, props) or block.depth != 1 or found is None:
+        return None
+    index, value = found
+    return {"kind": "lemma + direction", "rule": "T2", "property": "E",
+            "lemma": props.lemmas["E"], "depth": 1,
+            "direction": {"index": index, "skip_power_entry": cert.q(value)},
+            "argument": "B(x) - B(-x) = 2 S x != 0 at x = e_index, while every plain block "
+                        "is even"}
+
+
+def concrete(block: Block, props: Properties) -> dict[str, Any] | None:
+    if not _applies(block, props) or not block.activation.is_rational:
+        return None
+    found = skip.direction(block.skip, 1) if block.depth == 1 else None
+    for x0 in points.candidates(block.dim, found[0] if found else None):
+        plus, minus = block.evaluate_exact(x0), block.evaluate_exact(tuple(-v for v in x0))
+        if plus != minus:
+            return {"kind": "parity point", "rule": "T2", "property": "E",
+                    "lemma": props.lemmas["E"], "x0": cert.vector(x0),
+                    "B_at_x0": cert.vector(plus), "B_at_minus_x0": cert.vector(minus)}
+    return None

@@ -1,0 +1,131 @@
+"""The matrix subset-sum problem `Σ_{ℓ∈J} W_ℓ = T` (MATH.md §4, "the generic case").
+
+Decided in exact arithmetic, cheapest argument first:
+1. span test: if vec(T) is outside the real span of the vec(W_ℓ), a separating functional Y
+   (`⟨Y, W_ℓ⟩ = 0` for all ℓ, `⟨Y, T⟩ ≠ 0`) refutes every subset;
+2. if the W_ℓ are linearly independent, T has one combination c; a subset exists iff c is
+   0/1 (the unique coefficients are the certificate);
+3. otherwise the 0/1 points of the affine solution space: enumerate the free coordinates when
+   there are few, else ask z3 (Booleans, linear integer arithmetic) with a fixed seed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import lcm
+from typing import Any
+
+from .. import certificates as cert
+from .. import linalg
+
+MAX_ENUMERATED_FREE = 12
+Z3_TIMEOUT_MS = 20_000
+
+
+@dataclass(frozen=True)
+class SubsetAnswer:
+    """status: "found" (subset J, 0-based), "none" (certificate refutes all), "unknown"."""
+
+    status: str
+    subset: tuple[int, ...] | None = None
+    certificate: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+
+def solve(terms: list[linalg.Rows], target: linalg.Rows,
+          timeout_ms: int = Z3_TIMEOUT_MS) -> SubsetAnswer:
+    """Find J ⊆ range(len(terms)) with Σ_{ℓ∈J} terms[ℓ] = target, or refute every J."""
+    columns = [linalg.vec(t) for t in terms]
+    goal = linalg.vec(target)
+    shape = (len(target), len(target[0]) if target else 0)
+    if not terms:
+        if linalg.is_zero(target):
+            return SubsetAnswer("found", ())
+        return _separated(columns, goal, shape)
+    particular, kernel = linalg.solve_affine(columns, goal)
+    if particular is None:
+        return _separated(columns, goal, shape)
+    if not kernel:
+        if all(c in (0, 1) for c in particular):
+            return SubsetAnswer("found", tuple(i for i, c in enumerate(particular) if c == 1))
+        return SubsetAnswer("none", certificate={
+            "kind": "subset search", "method": "unique combination",
+            "coefficients": cert.vector(particular),
+            "argument": "the terms are linearly independent and the target's unique "
+                        "combination is not 0/1"})
+    if len(kernel) <= MAX_ENUMERATED_FREE:
+        return _enumerate(columns, goal)
+    return _z3(columns, goal, timeout_ms)
+
+
+def _separated(columns: list[linalg.Vec], goal: linalg.Vec,
+               shape: tuple[int, int]) -> SubsetAnswer:
+    y = linalg.separating_vector(columns, goal)
+    assert y is not None, "target outside the span must have a separating functional"
+    rows, cols = shape
+    grid = tuple(tuple(y[r * cols + c] for c in range(cols)) for r in range(rows))
+    return SubsetAnswer("none", certificate={
+        "kind": "separating functional", "Y": cert.matrix(grid),
+        "Y_dot_target": cert.q(linalg.dot(y, goal)),
+        "argument": "<Y, W_l> = 0 for every term and <Y, T> != 0: no real combination, "
+                    "hence no subset, reaches T"})
+
+
+def _reduced_system(columns: list[linalg.Vec], goal: linalg.Vec
+                    ) -> tuple[linalg.Rows, list[int]]:
+    augmented = [tuple(col[i] for col in columns) + (goal[i],) for i in range(len(goal))]
+    reduced, pivots = linalg.rref(augmented)
+    return reduced[: len(pivots)], pivots
+
+
+def _enumerate(columns: list[linalg.Vec], goal: linalg.Vec) -> SubsetAnswer:
+    """Try every 0/1 value of the free coordinates; pivots follow from the RREF."""
+    reduced, pivots = _reduced_system(columns, goal)
+    q = len(columns)
+    free = [j for j in range(q) if j not in pivots]
+    for bits in itertools.product((0, 1), repeat=len(free)):
+        c = dict(zip(free, bits, strict=True))
+        ok = True
+        for row, p in zip(reduced, pivots, strict=True):
+            value = row[q] - sum((row[j] for j, bit in c.items() if bit), Fraction(0))
+            if value not in (0, 1):
+                ok = False
+                break
+            c[p] = int(value)
+        if ok:
+            return SubsetAnswer("found", tuple(sorted(j for j, bit in c.items() if bit)))
+    return SubsetAnswer("none", certificate={
+        "kind": "subset search", "method": "enumeration", "free_coordinates": len(free),
+        "argument": f"all 2^{len(free)} 0/1 values of the free coordinates of the reduced "
+                    "system give a pivot coordinate outside {0, 1}"})
+
+
+def _z3(columns: list[linalg.Vec], goal: linalg.Vec, timeout_ms: int) -> SubsetAnswer:
+    import z3
+
+    reduced, pivots = _reduced_system(columns, goal)
+    q = len(columns)
+    solver = z3.SolverFor("QF_LIA")
+    solver.set("random_seed", 0)
+    solver.set("timeout", timeout_ms)
+    bits = [z3.Bool(f"b{j}") for j in range(q)]
+    for row in reduced:
+        scale = lcm(*(v.denominator for v in row))
+        terms = [z3.If(bits[j], int(row[j] * scale), 0) for j in range(q) if row[j] != 0]
+        solver.add(z3.Sum(terms) == int(row[q] * scale) if terms else
+                   z3.BoolVal(row[q] == 0))
+    verdict = solver.check()
+    if verdict == z3.sat:
+        model = solver.model()
+        chosen = tuple(j for j in range(q) if z3.is_true(model.eval(bits[j], True)))
+        return SubsetAnswer("found", chosen)
+    if verdict == z3.unsat:
+        smt = solver.to_smt2().replace("(check-sat)", "(set-info :status unsat)\n(check-sat)", 1)
+        return SubsetAnswer("none", certificate={
+            "kind": "subset search", "method": "smt", "solver": f"z3 {z3.get_version_string()}",
+            "smtlib": smt,
+            "argument": "the reduced 0/1 system is unsatisfiable"})
+    return SubsetAnswer("unknown", reason=f"z3: {solver.reason_unknown()} "
+                                          f"(subset search over {q} terms)")

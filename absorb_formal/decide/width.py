@@ -1,0 +1,233 @@
+"""Absorbability at width m′ and the minimal width, for O(a)+N depth-1 blocks (MATH.md §4).
+
+A plain block equals B iff it has B's keys with B's coefficients and B's linear part Λ. A
+key carried by one neuron adds `±ρ v ū^T` to the linear part (sign s_ℓ); by two neurons of
+opposite orientation, any `c ū^T` (a *double*); absent keys come in *spare pairs*, each adding
+any rank-one matrix. So B is absorbable at width m′ iff for some signs s, doubles Δ and k:
+
+    p + |Δ| + 2k ≤ m′   and   rank(M_s Q_Δ) ≤ k,   M_s = Λ − ρ Σ_{ℓ single} s_ℓ v_ℓ ū_ℓ^T,
+
+with Q_Δ a basis of the orthogonal complement of span{ū_ℓ : ℓ ∈ Δ} (rank(M Π_Δ) = rank(M Q_Δ)).
+The search goes by increasing cost `p + |Δ| + 2k`; each (Δ, k) is one exact sub-problem:
+k = 0 is a matrix subset-sum (`subset.py`), k ≥ 1 enumerates the signs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .. import certificates as cert
+from .. import linalg
+from ..model import Layer, Matrix
+from . import subset
+from .canonical import CanonicalForm, form_of_layer
+
+MAX_SIGN_ENUMERATION = 12  # k ≥ 1 sub-problems enumerate 2^singles sign vectors
+MAX_SUBPROBLEMS = 4000      # (Δ, k) pairs examined before the search gives up
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Signs of the single keys (key index → ±1), doubles Δ and spare pairs k."""
+
+    signs: tuple[tuple[int, int], ...]
+    delta: tuple[int, ...]
+    k: int
+    cost: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"negated_keys": [i + 1 for i, s in self.signs if s < 0],
+                "doubles": [i + 1 for i in self.delta], "spare_pairs": self.k,
+                "neurons": self.cost}
+
+
+@dataclass
+class Search:
+    """The outcome of the search up to some width."""
+
+    choice: Choice | None = None
+    refuted: list[dict[str, Any]] = field(default_factory=list)
+    incomplete: str = ""  # why some sub-problem was not decided ("" = none)
+
+
+def complement(cf: CanonicalForm, delta: tuple[int, ...]) -> list[linalg.Vec]:
+    """A basis of the vectors orthogonal to every ū_ℓ, ℓ ∈ Δ."""
+    rows = [cf.keys[i][0] for i in delta]
+    return linalg.nullspace(rows, cf.dim)
+
+
+def m_matrix(cf: CanonicalForm, signs: dict[int, int]) -> linalg.Rows:
+    """M_s = Λ − ρ Σ_{ℓ single} s_ℓ v_ℓ ū_ℓ^T."""
+    m = cf.lam
+    for i, s in signs.items():
+        u, v = cf.keys[i]
+        m = linalg.add(m, linalg.outer(v, u), -cf.ridge.rho * s)
+    return m
+
+
+def times(m: linalg.Rows, basis: list[linalg.Vec]) -> linalg.Rows:
+    """M Q, with the basis vectors as the columns of Q."""
+    return tuple(tuple(linalg.dot(row, q) for q in basis) for row in m)
+
+
+def feasible(cf: CanonicalForm, delta: tuple[int, ...], k: int
+             ) -> tuple[str, Choice | None, dict[str, Any], str]:
+    """Decide ∃ s: rank(M_s Q_Δ) ≤ k. Returns (status, choice, refutation, reason)."""
+    singles = [i for i in range(cf.p) if i not in delta]
+    basis = complement(cf, delta)
+    cost = cf.p + len(delta) + 2 * k
+    plus = {i: 1 for i in singles}
+    if min(cf.dim, len(basis)) <= k:
+        return "found", Choice(tuple(plus.items()), delta, k, cost), {}, ""
+    if k == 0:
+        # M_s Q = 0 with s_ℓ = 1 − 2[ℓ ∈ J]: Σ_{ℓ∈J} 2ρ v_ℓ ū_ℓ^T Q = −M_+ Q.
+        terms = [times(linalg.outer(cf.keys[i][1], cf.keys[i][0], 2 * cf.ridge.rho), basis)
+                 for i in singles]
+        target = times(m_matrix(cf, plus), basis)
+        target = tuple(tuple(-x for x in row) for row in target)
+        answer = subset.solve(terms, target)
+        if answer.status == "found":
+            assert answer.subset is not None
+            negated = {singles[j] for j in answer.subset}
+            signs = tuple((i, -1 if i in negated else 1) for i in singles)
+            return "found", Choice(signs, delta, 0, cost), {}, ""
+        return answer.status, None, answer.certificate, answer.reason
+    if len(singles) > MAX_SIGN_ENUMERATION:
+        return "unknown", None, {}, (f"{len(singles)} single keys: too many sign vectors to "
+                                     f"enumerate for rank <= {k}")
+    for bits in itertools.product((1, -1), repeat=len(singles)):
+        trial = dict(zip(singles, bits, strict=True))
+        if linalg.rank(times(m_matrix(cf, trial), basis)) <= k:
+            return "found", Choice(tuple(trial.items()), delta, k, cost), {}, ""
+    return "none", None, {"kind": "subset search", "method": "enumeration",
+                          "argument": f"every one of the 2^{len(singles)} sign vectors gives "
+                                      f"rank(M_s Q) > {k}"}, ""
+
+
+def upper_bound(cf: CanonicalForm) -> Choice:
+    """A cheap feasible choice: all signs +, no doubles; or doubles on independent keys."""
+    plus_all = {i: 1 for i in range(cf.p)}
+    k = linalg.rank(cf.lam if not cf.keys else m_matrix(cf, plus_all))
+    best = Choice(tuple(plus_all.items()), (), k, cf.p + 2 * k)
+    independent: list[int] = []
+    for i in range(cf.p):
+        if linalg.rank([cf.keys[j][0] for j in [*independent, i]]) > len(independent):
+            independent.append(i)
+    if independent:
+        delta = tuple(independent)
+        signs = {i: 1 for i in range(cf.p) if i not in delta}
+        basis = complement(cf, delta)
+        kd = linalg.rank(times(m_matrix(cf, signs), basis)) if basis else 0
+        other = Choice(tuple(signs.items()), delta, kd, cf.p + len(delta) + 2 * kd)
+        if other.cost < best.cost:
+            best = other
+    return best
+
+
+def search(cf: CanonicalForm, limit: int) -> Search:
+    """The cheapest feasible choice of cost ≤ limit, with a refutation of every cheaper
+    (Δ, k); stops early (incomplete) when a sub-problem is undecided or too many remain."""
+    out = Search()
+    bound = upper_bound(cf)
+    examined = 0
+    for cost in range(cf.p, min(limit, bound.cost) + 1):
+        extra = cost - cf.p
+        if cost == bound.cost and not out.incomplete:
+            out.choice = bound
+            return out
+        for j in range(extra % 2, min(extra, cf.p) + 1, 2):
+            k = (extra - j) // 2
+            for delta in itertools.combinations(range(cf.p), j):
+                examined += 1
+                if examined > MAX_SUBPROBLEMS:
+                    out.incomplete = (f"more than {MAX_SUBPROBLEMS} (doubles, spare pairs) "
+                                      "sub-problems")
+                    return out
+                status, choice, refutation, reason = feasible(cf, delta, k)
+                if status == "found":
+                    if not out.incomplete:
+                        out.choice = choice
+                    return out
+                if status == "unknown":
+                    out.incomplete = reason
+                    return out
+                out.refuted.append({"doubles": [i + 1 for i in delta], "spare_pairs": k,
+                                    "refutation": refutation})
+    if bound.cost <= limit and not out.incomplete:
+        out.choice = bound
+    return out
+
+
+def _gram_solve(basis: list[linalg.Vec], target: linalg.Vec) -> linalg.Vec:
+    """c with Σ c_i basis_i = the orthogonal projection of target onto span(basis)."""
+    gram = [[linalg.dot(a, b) for b in basis] for a in basis]
+    rhs = [[linalg.dot(a, target)] for a in basis]
+    solution = linalg.to_flint(gram).solve(linalg.to_flint(rhs))
+    return tuple(row[0] for row in linalg.from_flint(solution))
+
+
+def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
+    """Exact plain weights (skip none) realising `choice`, zero-padded to `width` neurons."""
+    a, rho_unit = cf.ridge.a, cf.ridge.b if cf.ridge.b is not None else Fraction(1)
+    signs = dict(choice.signs)
+    neurons: list[tuple[linalg.Vec, linalg.Vec]] = []
+    for i, s in signs.items():  # singles: u = s ū, b·|s|·d = v
+        u, v = cf.keys[i]
+        neurons.append((tuple(s * x for x in u), tuple(x / rho_unit for x in v)))
+    m = m_matrix(cf, signs)
+    independent: list[int] = []
+    for i in choice.delta:
+        if linalg.rank([cf.keys[j][0] for j in [*independent, i]]) > len(independent):
+            independent.append(i)
+    dirs = [cf.keys[i][0] for i in independent]
+    coeff = [_gram_solve(dirs, row) for row in m] if dirs else []
+    residual = m
+    for col, i in enumerate(independent):  # C ū^T: the linear part the doubles carry
+        c = tuple(coeff[r][col] for r in range(cf.dim))
+        residual = linalg.add(residual, linalg.outer(c, cf.keys[i][0]), Fraction(-1))
+    for i in choice.delta:  # doubles: ū and −ū with d1 + d2 = v/β, a(d1 − d2) = c
+        u, v = cf.keys[i]
+        c = (tuple(coeff[r][independent.index(i)] for r in range(cf.dim))
+             if i in independent else tuple(Fraction(0) for _ in range(cf.dim)))
+        d1 = tuple((x / rho_unit + y / a) / 2 for x, y in zip(v, c, strict=True))
+        d2 = tuple((x / rho_unit - y / a) / 2 for x, y in zip(v, c, strict=True))
+        neurons += [(u, d1), (tuple(-x for x in u), d2)]
+    for c, y in linalg.rank_factor(residual):  # spare pairs: ±y with ±c/(2a)
+        half = tuple(x / (2 * a) for x in c)
+        neurons += [(y, half), (tuple(-x for x in y), tuple(-x for x in half))]
+    assert len(neurons) <= width, "witness larger than the width it was built for"
+    zero = tuple(Fraction(0) for _ in range(cf.dim))
+    neurons += [(zero, zero)] * (width - len(neurons))
+    up = Matrix([u for u, _ in neurons])
+    down = Matrix(linalg.transpose([d for _, d in neurons]))
+    layer = Layer(up, down)
+    again = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), layer)
+    if not again.equal(cf):  # never state a witness that is not one
+        raise AssertionError("internal error: constructed witness has another canonical form")
+    return layer
+
+
+def key_count_refutation(cf: CanonicalForm, width: int) -> dict[str, Any]:
+    return {"kind": "subset search", "method": "key count", "keys": cf.p, "width": width,
+            "canonical_form": cf.as_json(),
+            "argument": f"each of the {cf.p} keys of the canonical form needs its own neuron"}
+
+
+def refutation(cf: CanonicalForm, width: int, found: Search) -> dict[str, Any]:
+    """Certificate that no plain block of width ≤ `width` equals B."""
+    if width < max(cf.p, 1):
+        return key_count_refutation(cf, width)
+    return {"kind": "subset search", "method": "width search", "width": width,
+            "canonical_form": cf.as_json(), "cases": found.refuted,
+            "argument": "every (signs, doubles, spare pairs) choice of cost <= width is "
+                        "refuted case by case"}
+
+
+def witness_certificate(cf: CanonicalForm, choice: Choice, layer: Layer,
+                        width: int) -> dict[str, Any]:
+    return cert.witness([layer], width, "canonical forms equal",
+                        choice=choice.as_json(), canonical_form=cf.as_json())
+
