@@ -34,7 +34,9 @@ class Matrix:
     def __init__(self, rows: Sequence[Sequence[Fraction]] | None = None,
                  array: np.ndarray | None = None):
         if rows is not None:
-            self._rows: tuple[Vector, ...] | None = tuple(tuple(r) for r in rows)
+            # Coerce: an int or float entry would turn later divisions into float arithmetic.
+            self._rows: tuple[Vector, ...] | None = tuple(
+                tuple(v if type(v) is Fraction else _exact(v) for v in r) for r in rows)
             self._array: np.ndarray | None = None
             self.shape = (len(self._rows), len(self._rows[0]) if self._rows else 0)
         else:
@@ -75,6 +77,12 @@ class Matrix:
 
     def as_json(self) -> list[list[str]]:
         return [[str(v) for v in row] for row in self.rows]
+
+
+def _exact(value: object) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, int | Fraction | float):
+        raise TypeError(f"matrix entries must be rationals, got {type(value).__name__}")
+    return Fraction(value)
 
 
 @dataclass(frozen=True)
