@@ -15,7 +15,17 @@ from typing import TextIO
 from . import __version__
 from .decide import decide
 from .language import SpecError, load_file
-from .report import EXIT_ERROR, EXIT_INTERRUPTED, Entry, FileReport, as_json, exit_code, summary
+from .report import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    Entry,
+    FileReport,
+    as_json,
+    exit_code,
+    expectation_code,
+    expectation_summary,
+    summary,
+)
 from .result import unknown
 
 DESCRIPTION = """\
@@ -46,6 +56,12 @@ exit codes:
   3  no claim refuted, but some claim or query unknown
   130 interrupted (Ctrl-C): what was decided so far is printed
   When several apply, the first in the order 2, 1, 3 wins.
+
+  With --expect, each outcome is compared with the expectation written on its
+  line as a comment, `# expect: proved|refuted|unknown|decided` (default:
+  proved for claims, decided for queries); mismatches are listed on stderr and
+  the exit code is 0 when every expectation is met, 1 when one is not, 2 for a
+  spec error. This is how a corpus states claims that must be refuted.
 """
 
 
@@ -55,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="+", metavar="PATH", help="spec files or folders")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--expect", action="store_true",
+                        help="check outcomes against `# expect: OUTCOME` comments (see below)")
     parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
     return parser
 
@@ -89,7 +107,8 @@ def prove_file(path: Path, shown: str, stderr: TextIO) -> FileReport:
             result = decide(spec, statement)
         except (MemoryError, RecursionError) as error:
             result = unknown(f"resource limit: {type(error).__name__}")
-        report.entries.append(Entry(statement, result, time.perf_counter() - start))
+        report.entries.append(Entry(statement, result, time.perf_counter() - start,
+                                    spec.expected(statement)))
     return report
 
 
@@ -113,10 +132,20 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print("interrupted", file=stderr)
         return EXIT_INTERRUPTED
     code = exit_code(reports)
+    if args.expect:
+        code = expectation_code(reports)
+        for report in reports:
+            for entry in report.entries:
+                if not entry.as_expected:
+                    print(f"{report.path}:{entry.statement.pos.line}: unexpected "
+                          f"{entry.result.outcome} (expected {entry.expected}): "
+                          f"{entry.statement.statement}", file=stderr)
     if args.json:
-        print(as_json(reports, code), file=stdout)
+        print(as_json(reports, code, with_expectations=args.expect), file=stdout)
     else:
         print(summary(reports), file=stdout)
+        if args.expect:
+            print(expectation_summary(reports), file=stdout)
     return code
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -256,3 +256,10 @@ class Spec:
     path: str
     blocks: dict[str, Block]
     statements: tuple[Statement, ...]
+    expectations: dict[int, str] = field(default_factory=dict)
+
+    def expected(self, statement: Statement) -> str:
+        """The outcome a statement's line asks for (`# expect: refuted`); default: proved for
+        claims, decided for queries."""
+        default = "decided" if isinstance(statement, Query) else "proved"
+        return self.expectations.get(statement.pos.line, default)

@@ -21,6 +21,11 @@ class Entry:
     statement: Statement
     result: Result
     seconds: float
+    expected: str = ""  # the spec's `# expect:` outcome for this line
+
+    @property
+    def as_expected(self) -> bool:
+        return self.result.outcome == self.expected
 
     @property
     def kind(self) -> str:
@@ -81,6 +86,20 @@ def exit_code(files: list[FileReport]) -> int:
     return EXIT_OK
 
 
+def expectation_code(files: list[FileReport]) -> int:
+    """With --expect: 2 for a spec error, 1 if an outcome differs from its expectation."""
+    if any(f.error for f in files):
+        return EXIT_ERROR
+    met = all(e.as_expected for f in files for e in f.entries)
+    return EXIT_OK if met else EXIT_REFUTED
+
+
+def expectation_summary(files: list[FileReport]) -> str:
+    entries = [e for f in files for e in f.entries]
+    met = sum(e.as_expected for e in entries)
+    return f"expectations: {met} met, {len(entries) - met} not met"
+
+
 def summary(files: list[FileReport]) -> str:
     entries = [e for f in files for e in f.entries]
     claims = Counter(e.result.outcome for e in entries if e.kind == "claim")
@@ -95,5 +114,10 @@ def summary(files: list[FileReport]) -> str:
             f"{errors} file{'s' * (errors != 1)} with errors")
 
 
-def as_json(files: list[FileReport], code: int) -> str:
-    return json.dumps({"files": [f.as_json() for f in files], "exit_code": code}, indent=2)
+def as_json(files: list[FileReport], code: int, with_expectations: bool = False) -> str:
+    documents = [f.as_json() for f in files]
+    if with_expectations:
+        for f, doc in zip(files, documents, strict=True):
+            for entry, result in zip(f.entries, doc["results"], strict=True):
+                result["expected"] = entry.expected
+    return json.dumps({"files": documents, "exit_code": code}, indent=2)

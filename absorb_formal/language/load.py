@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from ..model import Spec
@@ -26,9 +28,23 @@ def decode(data: bytes, path: str) -> str:
         raise SpecError([Diagnostic(path, Pos(line, column), message)], good) from None
 
 
+EXPECT = re.compile(r"#\s*expect:\s*(proved|refuted|unknown|decided)\b")
+
+
+def expectations(text: str) -> dict[int, str]:
+    """Line number → the outcome a `# expect: OUTCOME` comment on that line asks for."""
+    found = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        match = EXPECT.search(line)
+        if match:
+            found[number] = match.group(1)
+    return found
+
+
 def load_text(text: str, path: str, folder: Path) -> Spec:
     """Parse and validate spec text; `folder` anchors relative `load(...)` paths."""
-    return validate(parse_text(text, path), path, folder, text)
+    spec = validate(parse_text(text, path), path, folder, text)
+    return replace(spec, expectations=expectations(text))
 
 
 def load_file(path: Path, shown: str | None = None) -> Spec:
