@@ -38,3 +38,40 @@ def layers(stack: Sequence[Layer]) -> list[dict[str, Any]]:
 def witness(stack: Sequence[Layer], width: int, check: str, **extra: Any) -> dict[str, Any]:
     """Plain weights P (skip none, same activation and depth) with P ≡ B."""
     return {"kind": "witness", "width": width, "layers": layers(stack), "check": check, **extra}
+
+
+def summary(certificate: dict[str, Any] | None) -> str:
+    """One short phrase for the output line: the certificate's kind and its key numbers."""
+    if not certificate:
+        return ""
+    kind = certificate.get("kind", "")
+    if kind == "homogeneity point":
+        return (f"homogeneity point x0 = ({', '.join(certificate['x0'])}), "
+                f"t = {certificate['t']}, degree {certificate['degree']}")
+    if kind == "parity point":
+        return f"parity point x0 = ({', '.join(certificate['x0'])})"
+    if kind == "lemma + direction":
+        index = certificate["direction"]["index"] + 1
+        return f"lemma {certificate['property']} + direction e_{index}"
+    if kind == "witness":
+        return f"witness of width {certificate['width']}"
+    if kind == "minimal width":
+        below = certificate.get("below")
+        tail = f", refutation at {certificate['width'] - 1}: {summary(below)}" if below else ""
+        return f"witness at {certificate['width']}{tail}"
+    if kind == "subset search":
+        method = certificate.get("method", "")
+        cases = certificate.get("cases")
+        count = f", {len(cases)} case{'s' * (len(cases) != 1)}" if cases else ""
+        return f"subset search ({method}{count})"
+    if kind == "separating functional":
+        return "separating functional Y"
+    if kind == "canonical forms":
+        return "canonical forms " + ("equal" if certificate["equal"] else "differ")
+    if kind == "linear rank":
+        return f"rank {certificate['rank']} > width {certificate['width']}"
+    if kind == "facts":
+        return "facts: " + ", ".join(sorted(certificate["facts"]))
+    if kind == "rule":
+        return "rule + example witness" if "example" in certificate else "rule"
+    return str(kind)

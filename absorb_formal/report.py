@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import certificates
 from .language.errors import SpecError
 from .model import Claim, Statement
 from .result import PROVED, REFUTED, UNKNOWN, Result
@@ -35,8 +36,10 @@ class Entry:
         """`FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]`."""
         r = self.result
         said = r.verdict if r.outcome != UNKNOWN else r.reason
+        evidence = certificates.summary(r.certificate)
+        method = f"{r.method} | {evidence}" if evidence else r.method
         return f"{path}:{self.statement.pos.line}: {r.outcome}: {self.statement.statement} " \
-               f"— {said} [{r.method}]"
+               f"— {said} [{method}]"
 
     def as_json(self) -> dict[str, Any]:
         r = self.result

@@ -173,7 +173,9 @@ def minimal_width(block: Block) -> MinWidth:
             bound = width.upper_bound(cf)
             found = width.search(cf, bound.cost)
             if found.choice is None:
-                return MinWidth(False, reason=f"width search incomplete: {found.incomplete}")
+                return MinWidth(False, reason=f"min width is between {max(1, found.lower)} and "
+                                              f"{found.upper}; width search incomplete: "
+                                              f"{found.incomplete}")
             return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD)
     return MinWidth(False, reason=f"no rule gives the minimal width of {block.activation} "
                                   f"blocks of depth {block.depth}")

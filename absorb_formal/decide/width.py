@@ -51,6 +51,8 @@ class Search:
     choice: Choice | None = None
     refuted: list[dict[str, Any]] = field(default_factory=list)
     incomplete: str = ""  # why some sub-problem was not decided ("" = none)
+    lower: int = 0  # every cost below this is refuted
+    upper: int = 0  # a choice of this cost is feasible
 
 
 def complement(cf: CanonicalForm, delta: tuple[int, ...]) -> list[linalg.Vec]:
@@ -130,10 +132,11 @@ def upper_bound(cf: CanonicalForm) -> Choice:
 def search(cf: CanonicalForm, limit: int) -> Search:
     """The cheapest feasible choice of cost ≤ limit, with a refutation of every cheaper
     (Δ, k); stops early (incomplete) when a sub-problem is undecided or too many remain."""
-    out = Search()
     bound = upper_bound(cf)
+    out = Search(lower=cf.p, upper=bound.cost)
     examined = 0
     for cost in range(cf.p, min(limit, bound.cost) + 1):
+        out.lower = cost
         extra = cost - cf.p
         if cost == bound.cost and not out.incomplete:
             out.choice = bound
@@ -158,6 +161,8 @@ def search(cf: CanonicalForm, limit: int) -> Search:
                                     "refutation": refutation})
     if bound.cost <= limit and not out.incomplete:
         out.choice = bound
+    else:
+        out.lower = min(limit, bound.cost) + 1
     return out
 
 
