@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from . import __version__
+from . import __version__, proofs
 from .decide import decide
 from .language import SpecError, load_file
+from .model import Claim
 from .report import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -33,6 +34,9 @@ Decide every claim and query in .mlp spec files: can a residual MLP block
 x -> S x + MLP(x) be rewritten as a plain MLP without the skip connection?
 
 PATH is a spec file, or a folder searched recursively for *.mlp files.
+
+  absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
+  absorb-prove check CERTIFICATE_OR_FOLDER...
 """
 
 EPILOG = """\
@@ -62,6 +66,17 @@ exit codes:
   proved for claims, decided for queries); mismatches are listed on stderr and
   the exit code is 0 when every expectation is met, 1 when one is not, 2 for a
   spec error. This is how a corpus states claims that must be refuted.
+
+certificates:
+  --certificates DIR writes one JSON document per claim to DIR/SPEC.LINE.json
+  (SPEC relative to the folder given as PATH), deterministically: the same spec
+  gives the same bytes. An existing file with other content is left alone and
+  reported (exit 2) unless --update is given; writes are atomic.
+  `absorb-prove check PATH...` re-verifies certificate documents with the
+  independent checker (absorb_formal.checker, which imports nothing from the
+  prover) and, where the spec file still exists, that it still says the same.
+  One line per document: `FILE: valid|invalid|unchecked: STATEMENT — REASON`.
+  Exit 0 when none is invalid, 1 when one is, 2 for a missing path.
 """
 
 
@@ -73,22 +88,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--expect", action="store_true",
                         help="check outcomes against `# expect: OUTCOME` comments (see below)")
+    parser.add_argument("--certificates", metavar="DIR", type=Path,
+                        help="write one certificate document per claim under DIR")
+    parser.add_argument("--update", action="store_true",
+                        help="with --certificates: replace documents whose content changed")
     parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
     return parser
 
 
-def spec_files(paths: list[str]) -> list[tuple[Path, str] | str]:
-    """(file, shown name) for every spec under PATHs, in a stable order; a str is an error."""
-    found: list[tuple[Path, str] | str] = []
+def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]:
+    """(file, shown name, name relative to its PATH) for every file matching `pattern` under
+    PATHs, in a stable order; a str is an error message."""
+    found: list[tuple[Path, str, str] | str] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files = sorted(path.rglob("*.mlp"))
+            files = sorted(path.rglob(pattern))
             if not files:
-                found.append(f"{given}: error: no .mlp files in this folder")
-            found += [(f, str(Path(given) / f.relative_to(path))) for f in files]
+                found.append(f"{given}: error: no {pattern} files in this folder")
+            found += [(f, str(Path(given) / f.relative_to(path)), str(f.relative_to(path)))
+                      for f in files]
         elif path.exists():
-            found.append((path, given))
+            found.append((path, given, path.name))
         else:
             found.append(f"{given}: error: no such file or folder")
     return found
@@ -101,6 +122,7 @@ def prove_file(path: Path, shown: str, stderr: TextIO) -> FileReport:
     except SpecError as error:
         report.error = error
         return report
+    report.spec = spec
     for statement in spec.statements:
         start = time.perf_counter()
         try:
@@ -114,14 +136,18 @@ def prove_file(path: Path, shown: str, stderr: TextIO) -> FileReport:
 
 def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     reports: list[FileReport] = []
+    kept = 0
     try:
-        for item in spec_files(args.paths):
+        for item in collect(args.paths, "*.mlp"):
             if isinstance(item, str):
                 reports.append(FileReport(item.split(": error: ")[0], error=item))
                 print(item, file=stderr)
                 continue
-            report = prove_file(*item, stderr)
+            path, shown, relative = item
+            report = prove_file(path, shown, stderr)
             reports.append(report)
+            if args.certificates is not None:
+                kept += store(report, relative, args.certificates, args.update, stderr)
             if isinstance(report.error, SpecError):
                 print(report.error.format(), file=stderr)
             elif not args.json:
@@ -132,6 +158,10 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print("interrupted", file=stderr)
         return EXIT_INTERRUPTED
     code = exit_code(reports)
+    if kept:
+        print(f"{kept} certificate file(s) differ from what is stored; nothing was overwritten "
+              "(use --update to replace them)", file=stderr)
+        code = EXIT_ERROR
     if args.expect:
         code = expectation_code(reports)
         for report in reports:
@@ -149,11 +179,33 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return code
 
 
+def store(report: FileReport, relative: str, folder: Path, update: bool,
+          stderr: TextIO) -> int:
+    """Write the report's claim certificates; return how many differ and were kept."""
+    if report.spec is None:
+        return 0
+    kept = 0
+    for entry in report.entries:
+        if not isinstance(entry.statement, Claim):
+            continue
+        doc = proofs.document(report.spec, entry.statement, entry.result)
+        target = folder / proofs.file_name(relative, entry.statement.pos.line)
+        if proofs.write(target, proofs.encode(doc), update) == "differs":
+            print(f"{target}: differs from the new certificate; kept", file=stderr)
+            kept += 1
+    return kept
+
+
 def main(argv: list[str] | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     """Run `absorb-prove` with `argv`; return the exit code (never raises for bad input)."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check"]:
+        from .check import main as check_main
+
+        return check_main(argv[1:], stdout, stderr)
     parser = build_parser()
     try:
         old = sys.stdout, sys.stderr

@@ -257,6 +257,8 @@ class Spec:
     blocks: dict[str, Block]
     statements: tuple[Statement, ...]
     expectations: dict[int, str] = field(default_factory=dict)
+    notes: dict[int, str] = field(default_factory=dict)  # text after `# expect: OUTCOME`
+    slow_lines: frozenset[int] = frozenset()  # lines whose comment says `slow`
 
     def expected(self, statement: Statement) -> str:
         """The outcome a statement's line asks for (`# expect: refuted`); default: proved for

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import certificates
 from .language.errors import SpecError
-from .model import Claim, Statement
+from .model import Claim, Spec, Statement
 from .result import PROVED, REFUTED, UNKNOWN, Result
 
 EXIT_OK, EXIT_REFUTED, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -65,6 +65,7 @@ class FileReport:
     path: str
     entries: list[Entry] = field(default_factory=list)
     error: SpecError | str | None = None
+    spec: Spec | None = None
 
     def as_json(self) -> dict[str, Any]:
         errors: list[dict[str, Any]] = []

@@ -12,6 +12,8 @@ import pytest
 
 from absorb_formal.cli import main
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_EXAMPLES = ROOT.parent / "shared" / "examples"
 CORPUS = ROOT / "specs"

@@ -79,7 +79,7 @@ def test_missing_paths_exit_2_without_traceback(cli, argv):
 
 def test_empty_folder_is_an_error(cli, tmp_path):
     run = cli(tmp_path)
-    assert run.code == 2 and "no .mlp files" in run.err
+    assert run.code == 2 and "no *.mlp files" in run.err
 
 
 def test_spec_error_outranks_other_outcomes_and_json_lists_it(cli, tmp_path):

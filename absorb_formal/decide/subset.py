@@ -102,30 +102,54 @@ def _enumerate(columns: list[linalg.Vec], goal: linalg.Vec) -> SubsetAnswer:
                     "system give a pivot coordinate outside {0, 1}"})
 
 
+def smtlib(reduced: linalg.Rows, q: int) -> str:
+    """The 0/1 system `Σ_j row_j·b_j = rhs` (rows scaled to integers) as SMT-LIB2 text.
+
+    Printed here, not by z3, so the stored text does not change with the solver's version."""
+    lines = ["(set-logic QF_LIA)", "(set-info :status unsat)"]
+    lines += [f"(declare-fun b{j} () Bool)" for j in range(q)]
+    for row in reduced:
+        scale = lcm(*(v.denominator for v in row))
+        terms = [f"(ite b{j} {_int(row[j] * scale)} 0)" for j in range(q) if row[j] != 0]
+        total = f"(+ {' '.join(terms)} 0)" if terms else "0"
+        lines.append(f"(assert (= {total} {_int(row[q] * scale)}))")
+    lines.append("(check-sat)")
+    return "\n".join(lines) + "\n"
+
+
+def _int(value: Fraction) -> str:
+    n = int(value)
+    return str(n) if n >= 0 else f"(- {-n})"
+
+
 def _z3(columns: list[linalg.Vec], goal: linalg.Vec, timeout_ms: int) -> SubsetAnswer:
     import z3
 
-    reduced, pivots = _reduced_system(columns, goal)
+    reduced, _ = _reduced_system(columns, goal)
     q = len(columns)
+    text = smtlib(reduced, q)
     solver = z3.SolverFor("QF_LIA")
     solver.set("random_seed", 0)
     solver.set("timeout", timeout_ms)
-    bits = [z3.Bool(f"b{j}") for j in range(q)]
-    for row in reduced:
-        scale = lcm(*(v.denominator for v in row))
-        terms = [z3.If(bits[j], int(row[j] * scale), 0) for j in range(q) if row[j] != 0]
-        solver.add(z3.Sum(terms) == int(row[q] * scale) if terms else
-                   z3.BoolVal(row[q] == 0))
+    solver.from_string(text)
     verdict = solver.check()
     if verdict == z3.sat:
         model = solver.model()
-        chosen = tuple(j for j in range(q) if z3.is_true(model.eval(bits[j], True)))
+        chosen = tuple(j for j in range(q)
+                       if z3.is_true(model.eval(z3.Bool(f"b{j}"), model_completion=True)))
         return SubsetAnswer("found", chosen)
     if verdict == z3.unsat:
-        smt = solver.to_smt2().replace("(check-sat)", "(set-info :status unsat)\n(check-sat)", 1)
         return SubsetAnswer("none", certificate={
-            "kind": "subset search", "method": "smt", "solver": f"z3 {z3.get_version_string()}",
-            "smtlib": smt,
+            "kind": "subset search", "method": "smt", "smtlib": text,
+            "solvers": {"z3": "unsat", "cvc5": second_opinion(text)},
             "argument": "the reduced 0/1 system is unsatisfiable"})
     return SubsetAnswer("unknown", reason=f"z3: {solver.reason_unknown()} "
                                           f"(subset search over {q} terms)")
+
+
+def second_opinion(smtlib: str) -> str:
+    """cvc5's verdict on the SMT-LIB2 text ("sat", "unsat" or "unknown"), recorded at proving
+    time; the checker re-solves the same text with both solvers later."""
+    from ..checker.smt import cvc5_verdict
+
+    return cvc5_verdict(smtlib)

@@ -96,7 +96,9 @@ def feasible(cf: CanonicalForm, delta: tuple[int, ...], k: int
             negated = {singles[j] for j in answer.subset}
             signs = tuple((i, -1 if i in negated else 1) for i in singles)
             return "found", Choice(signs, delta, 0, cost), {}, ""
-        return answer.status, None, answer.certificate, answer.reason
+        # The terms are W_ℓ Q for the singles, in this order, against −M_+ Q.
+        refutation = {**answer.certificate, "complement_basis": [cert.vector(q) for q in basis]}
+        return answer.status, None, refutation, answer.reason
     if len(singles) > MAX_SIGN_ENUMERATION:
         return "unknown", None, {}, (f"{len(singles)} single keys: too many sign vectors to "
                                      f"enumerate for rank <= {k}")
@@ -104,7 +106,8 @@ def feasible(cf: CanonicalForm, delta: tuple[int, ...], k: int
         trial = dict(zip(singles, bits, strict=True))
         if linalg.rank(times(m_matrix(cf, trial), basis)) <= k:
             return "found", Choice(tuple(trial.items()), delta, k, cost), {}, ""
-    return "none", None, {"kind": "subset search", "method": "enumeration",
+    return "none", None, {"kind": "subset search", "method": "sign enumeration",
+                          "complement_basis": [cert.vector(q) for q in basis],
                           "argument": f"every one of the 2^{len(singles)} sign vectors gives "
                                       f"rank(M_s Q) > {k}"}, ""
 

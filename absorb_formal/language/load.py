@@ -28,23 +28,30 @@ def decode(data: bytes, path: str) -> str:
         raise SpecError([Diagnostic(path, Pos(line, column), message)], good) from None
 
 
-EXPECT = re.compile(r"#\s*expect:\s*(proved|refuted|unknown|decided)\b")
+EXPECT = re.compile(r"#\s*expect:\s*(proved|refuted|unknown|decided)\b\s*(.*)")
+SLOW = re.compile(r"#.*\bslow\b")
 
 
-def expectations(text: str) -> dict[int, str]:
-    """Line number → the outcome a `# expect: OUTCOME` comment on that line asks for."""
-    found = {}
+def expectations(text: str) -> tuple[dict[int, str], dict[int, str], frozenset[int]]:
+    """Per line: the outcome a `# expect: OUTCOME [note]` comment asks for, its note, and
+    whether the line's comment marks it `slow`."""
+    outcomes, notes, slow = {}, {}, set()
     for number, line in enumerate(text.split("\n"), start=1):
         match = EXPECT.search(line)
         if match:
-            found[number] = match.group(1)
-    return found
+            outcomes[number] = match.group(1)
+            if match.group(2).strip(" -—:"):
+                notes[number] = match.group(2).strip(" -—:")
+        if SLOW.search(line):
+            slow.add(number)
+    return outcomes, notes, frozenset(slow)
 
 
 def load_text(text: str, path: str, folder: Path) -> Spec:
     """Parse and validate spec text; `folder` anchors relative `load(...)` paths."""
     spec = validate(parse_text(text, path), path, folder, text)
-    return replace(spec, expectations=expectations(text))
+    outcomes, notes, slow = expectations(text)
+    return replace(spec, expectations=outcomes, notes=notes, slow_lines=slow)
 
 
 def load_file(path: Path, shown: str | None = None) -> Spec:

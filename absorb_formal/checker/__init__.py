@@ -1,0 +1,11 @@
+"""The independent checker: verifies certificate documents in exact arithmetic.
+
+It imports nothing from the prover (no `absorb_formal` module at all): it has its own exact
+linear algebra (`exact.py`), its own formulas for σ and sympy proofs of the §2 lemmas
+(`lemmas.py`), its own canonical forms (`forms.py`) and re-solves SMT queries with z3 and
+cvc5 (`smt.py`). `verify(document)` says whether the certificate supports the outcome.
+"""
+
+from .verify import Verdict, verify
+
+__all__ = ["Verdict", "verify"]

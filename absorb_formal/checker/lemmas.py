@@ -1,0 +1,176 @@
+"""The checker's own proofs of activation lemmas (MATH.md §2), from σ's formula.
+
+Each lemma is re-proved here from scratch: an identity by simplifying it on the three sign
+cases z = p > 0, z = −p, z = 0; a limit by sympy's limit. A lemma that cannot be re-proved
+makes the certificate invalid.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from fractions import Fraction
+from typing import Any
+
+import sympy as sp
+
+Z = sp.Symbol("z", real=True)
+P = sp.Symbol("p", positive=True)
+T = sp.Symbol("t", positive=True)
+
+
+def formula(activation: dict[str, Any]) -> sp.Expr:
+    """σ(Z) from LANGUAGE.md's table (gated activations name their gate function)."""
+    kind = activation["kind"]
+    if kind == "relu":
+        return sp.Max(0, Z)
+    if kind == "leaky_relu":
+        return sp.Piecewise((Z, Z >= 0), (sp.Rational(activation["param"]) * Z, True))
+    if kind == "relu_pow":
+        return sp.Max(0, Z) ** int(activation["power"])
+    if kind == "abs":
+        return sp.Abs(Z)
+    if kind == "identity":
+        return Z
+    if kind == "poly":
+        return sum((sp.Rational(c) * Z**i for i, c in enumerate(activation["coeffs"])),
+                   sp.Integer(0))
+    if kind == "gelu":
+        return Z / 2 * (1 + sp.erf(Z / sp.sqrt(2)))
+    if kind == "gelu_tanh":
+        return Z / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (Z + sp.Rational(44715, 10**6) * Z**3)))
+    if kind == "silu":
+        return Z / (1 + sp.exp(-Z))
+    if kind == "tanh":
+        return sp.tanh(Z)
+    if kind == "sigmoid":
+        return 1 / (1 + sp.exp(-Z))
+    raise ValueError(f"unknown activation kind {kind!r}")
+
+
+def _vanishes(expr: sp.Expr) -> bool:
+    for case in (P, -P, sp.Integer(0)):
+        if sp.simplify(sp.piecewise_fold(expr.subs(Z, case))) != 0:
+            return False
+    return True
+
+
+def _limit(expr: sp.Expr, point: Any) -> Any:
+    try:
+        return sp.limit(expr, P, point)
+    except Exception:  # undecided limit: the lemma is not re-proved
+        return sp.nan
+
+
+def _finite(value: Any) -> bool:
+    return bool(value.is_finite) and value.is_real is True
+
+
+def odd_slope(activation: dict[str, Any]) -> Fraction | None:
+    """a with σ(z) − σ(−z) = 2az, re-derived and re-proved (None if there is none)."""
+    return _odd_slope(json.dumps(activation, sort_keys=True))
+
+
+@functools.cache
+def _odd_slope(key: str) -> Fraction | None:
+    s = formula(json.loads(key))
+    a = sp.simplify((s.subs(Z, P) - s.subs(Z, -P)) / (2 * P))
+    if a.free_symbols or not a.is_Rational or a == 0:
+        return None
+    if not _vanishes(s - s.subs(Z, -Z) - 2 * a * Z):
+        return None
+    return Fraction(int(a.p), int(a.q))
+
+
+def holds(activation: dict[str, Any], name: str, value: Fraction | int | None = None) -> bool:
+    """Re-prove one lemma: H (value k), E, Bd, F, O / Lin / N (value a), Og (value c), An,
+    zero (σ(0) = 0)."""
+    key = json.dumps(activation, sort_keys=True)
+    return _holds(key, name, None if value is None else str(value))
+
+
+@functools.cache
+def _holds(key: str, name: str, value: str | None) -> bool:
+    activation = json.loads(key)
+    s = formula(activation)
+    v: Any = sp.Integer(0) if value is None else sp.Rational(value)
+    if name == "H":
+        return _vanishes(s.subs(Z, T * Z) - T**v * s)
+    if name == "E":
+        return _vanishes(s.subs(Z, -Z) - s)
+    if name == "O":
+        return v != 0 and _vanishes(s - s.subs(Z, -Z) - 2 * v * Z)
+    if name == "Og":
+        return v != 0 and _vanishes(s + s.subs(Z, -Z) - 2 * v)
+    if name == "Lin":
+        return v != 0 and _vanishes(s - v * Z)
+    if name == "zero":
+        return sp.simplify(s.subs(Z, 0)) == 0
+    if name == "Bd":
+        ends = [_limit(s.subs(Z, P), sp.oo), _limit(s.subs(Z, -P), sp.oo)]
+        if not all(_finite(e) for e in ends):
+            return False
+        try:
+            return sp.calculus.util.continuous_domain(s, Z, sp.S.Reals) == sp.S.Reals
+        except Exception:  # sympy cannot tell: not re-proved
+            return False
+    if name == "F":
+        if sp.simplify(s.subs(Z, 0)) != 0:
+            return False
+        if activation["gated"]:
+            ends = [_limit(s.subs(Z, P), 0), _limit(s.subs(Z, -P), 0)]
+        else:
+            ends = [_limit(s.subs(Z, P) / P, 0), _limit(s.subs(Z, -P) / P, 0)]
+        return all(e == 0 for e in ends)
+    if name == "N":
+        e = s - v * Z
+        plus = _limit(e.subs(Z, P) / P, sp.oo)
+        minus = _limit(e.subs(Z, -P) / (-P), sp.oo)
+        return _finite(plus) and _finite(minus) and sp.simplify(plus - minus) != 0
+    if name == "An":
+        return _analytic(s)
+    raise ValueError(f"unknown lemma {name!r}")
+
+
+def _analytic(node: Any) -> bool:
+    if not node.free_symbols:
+        return bool(node.is_finite) and node.is_real is True
+    if node == Z:
+        return True
+    if isinstance(node, sp.Add | sp.Mul | sp.exp | sp.erf | sp.tanh):
+        return all(_analytic(arg) for arg in node.args)
+    if isinstance(node, sp.Pow):
+        base, exponent = node.args
+        return bool(exponent.is_Integer and _analytic(base) and (exponent >= 0 or base.is_positive))
+    return False
+
+
+def degree(activation: dict[str, Any]) -> int | None:
+    """The proved homogeneity degree k of σ (None if σ is not homogeneous)."""
+    s = formula(activation)
+    for branch in (s.subs(Z, P), s.subs(Z, -P)):
+        branch = sp.simplify(branch)
+        if branch != 0:
+            k = sp.simplify(P * sp.diff(branch, P) / branch)
+            if k.is_Integer and k >= 0 and holds(activation, "H", int(k)):
+                return int(k)
+            return None
+    return None
+
+
+def ridge_family(activation: dict[str, Any]) -> tuple[str, Fraction, Fraction | None] | None:
+    """("relu", a, b) or ("analytic", a, None) for ungated O(a)+N activations with σ(0) = 0."""
+    if activation["gated"]:
+        return None
+    a = odd_slope(activation)
+    if a is None or not holds(activation, "N", a) or not holds(activation, "zero"):
+        return None
+    if activation["kind"] in ("relu", "leaky_relu", "relu_pow", "abs", "identity", "poly") \
+            and holds(activation, "H", 1):
+        from .exact import sigma
+
+        b = sigma(activation, Fraction(1)) - a
+        return ("relu", a, b) if b != 0 else None
+    if holds(activation, "An"):
+        return "analytic", a, None
+    return None

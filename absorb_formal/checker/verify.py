@@ -1,0 +1,501 @@
+"""Does a certificate document support its outcome? (MATH.md §7, kind by kind.)
+
+`verify(doc)` re-derives everything from the embedded blocks: exact values, canonical forms,
+ranks and products, sympy lemmas, and solver answers. Any gap is an `Invalid` with a reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from . import exact, forms, lemmas, smt
+from .exact import Rows, q
+
+FORMAT = "absorb_formal certificate 1"
+MAX_ENUMERATION = 16
+NEVER_RULES = ("T1", "T2", "T3", "T4")
+
+
+class Invalid(Exception):
+    """The certificate does not establish what the document says."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # "valid" | "invalid" | "unchecked" (unknown outcome: nothing to check)
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "invalid"
+
+
+def require(condition: bool, reason: str) -> None:
+    if not condition:
+        raise Invalid(reason)
+
+
+def verify(doc: Any) -> Verdict:
+    try:
+        return _verify(doc)
+    except Invalid as error:
+        return Verdict("invalid", str(error))
+    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError) as e:
+        return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
+
+
+def _verify(doc: Any) -> Verdict:
+    require(isinstance(doc, dict) and doc.get("format") == FORMAT, "not a certificate document")
+    claim, outcome, certificate = doc["claim"], doc["outcome"], doc["certificate"]
+    if outcome == "unknown":
+        require(certificate is None, "an unknown outcome carries no certificate")
+        return Verdict("unchecked", "unknown outcome: nothing to check")
+    require(outcome in ("proved", "refuted"), f"unexpected outcome {outcome!r}")
+    require(isinstance(certificate, dict), "a decided outcome needs a certificate")
+    proved = outcome == "proved"
+    block = doc["blocks"][claim["block"]]
+    width = int(claim["width"])
+    kind = claim["kind"]
+    if kind == "absorbable":
+        if proved == (claim["modality"] == ""):
+            absorbable(block, width, certificate)
+        else:
+            not_absorbable(block, width, certificate)
+    elif kind == "family":
+        truth = family_truth(block, claim["modality"], width, certificate)
+        require(truth == proved, f"the certificate shows '{claim['modality']}' is {truth}")
+    elif kind == "equals":
+        equal = equality(block, doc["blocks"][claim["other"]], certificate)
+        require(equal == proved, f"the certificate shows equality is {equal}")
+    elif kind == "min_width":
+        value = min_width(block, certificate)
+        require((value == claim["min_width"]) == proved,
+                f"the certificate shows min width {'none' if value is None else value}")
+    else:
+        raise Invalid(f"unknown claim kind {kind!r}")
+    return Verdict("valid")
+
+
+# ---- absorbable: witnesses ---------------------------------------------------------------
+
+def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    """The certificate is a plain stack of width ≤ `width` equal to the block."""
+    require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
+    require(block["layers"] is not None, "a witness needs a concrete block")
+    layers = cert["layers"]
+    size = int(cert["width"])
+    require(size <= width, f"the witness has width {size} > {width}")
+    require(len(layers) == block["depth"], "the witness has the wrong depth")
+    gated = block["activation"]["gated"]
+    d = block["dim"]
+    for layer in layers:
+        up, down = exact.mat(layer["up"]), exact.mat(layer["down"])
+        require(len(up) == size and all(len(r) == d for r in up), "witness 'up' shape")
+        require(len(down) == d and all(len(r) == size for r in down), "witness 'down' shape")
+        require(("gate" in layer) == gated, "witness 'gate' presence")
+    check = cert["check"]
+    if check.startswith("the block itself"):
+        _itself(block, layers)
+    elif check == "canonical forms equal":
+        _same_forms(block, layers, single=True)
+    elif check.startswith("each layer's canonical form"):
+        _same_forms(block, layers, single=False)
+    elif check == "linear maps equal":
+        _same_forms(block, layers, single=True)
+    elif check == "GLU sign-flip identity":
+        _glu_flip(block, layers[0], cert)
+    else:
+        raise Invalid(f"unknown witness check {check!r}")
+
+
+def _itself(block: dict[str, Any], layers: list[dict[str, Any]]) -> None:
+    require(exact.skip_is_zero(block), "only a block with skip none is its own witness")
+    for mine, theirs in zip(block["layers"], layers, strict=True):
+        for name in ("up", "gate"):
+            if name in mine:
+                a, b = exact.mat(mine[name]), exact.mat(theirs[name])
+                require(b[: len(a)] == a and exact.is_zero(b[len(a):]), f"padded '{name}'")
+        a, b = exact.mat(mine["down"]), exact.mat(theirs["down"])
+        m = len(a[0])
+        require(all(rb[:m] == ra and not any(rb[m:]) for ra, rb in zip(a, b, strict=True)),
+                "padded 'down'")
+
+
+def _family(block: dict[str, Any]) -> tuple[str, Fraction, Fraction | None]:
+    found = forms.family_of(block["activation"])
+    require(found is not None, f"{block['activation']['name']} is neither O(a)+N nor linear "
+                               "(lemmas not re-proved)")
+    assert found is not None
+    return found
+
+
+def _same_forms(block: dict[str, Any], layers: list[dict[str, Any]], single: bool) -> None:
+    require(not single or block["depth"] == 1, "canonical forms decide depth 1 only")
+    family = _family(block)
+    d = block["dim"]
+    for mine, theirs in zip(block["layers"], layers, strict=True):
+        want = forms.form(family, d, exact.skip_rows(block), mine)
+        got = forms.form(family, d, exact.zeros(d, d), theirs)
+        require(want == got, "the witness's canonical form differs from the block's")
+
+
+def _glu_flip(block: dict[str, Any], plain: dict[str, Any], cert: dict[str, Any]) -> None:
+    act = block["activation"]
+    c = q(cert["c"])
+    require(act["gated"] and lemmas.holds(act, "Og", c), "Og(c) is not re-proved")
+    require(block["depth"] == 1, "§5 covers depth 1")
+    mine = block["layers"][0]
+    flips = {int(j) - 1 for j in cert["J"]}
+    up, gate, down = (exact.mat(mine[n]) for n in ("up", "gate", "down"))
+    p_up, p_gate, p_down = (exact.mat(plain[n]) for n in ("up", "gate", "down"))
+    m = len(up)
+    require(len(p_up) >= m and p_up[:m] == up, "the witness must keep 'up'")
+    require(all(not any(row[m:]) for row in p_down), "extra witness neurons must be zero")
+    for i in range(m):
+        sign = -1 if i in flips else 1
+        require(p_gate[i] == tuple(sign * x for x in gate[i]), f"gate row {i + 1}")
+        require(all(pr[i] == sign * r[i] for pr, r in zip(p_down, down, strict=True)),
+                f"down column {i + 1}")
+    total = exact.zeros(block["dim"], block["dim"])
+    for i in flips:
+        total = exact.combine(total, exact.outer([r[i] for r in down], up[i]), Fraction(1))
+    target = exact.combine(exact.zeros(block["dim"], block["dim"]), exact.skip_rows(block),
+                           -1 / (2 * c))
+    require(total == target, "sum over J of d_i u_i^T is not -S/(2c)")
+
+
+# ---- not absorbable ----------------------------------------------------------------------
+
+def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    kind = cert.get("kind")
+    if kind == "homogeneity point":
+        _homogeneity_point(block, cert)
+    elif kind == "parity point":
+        _parity_point(block, cert)
+    elif kind == "lemma + direction":
+        never_lemma(block, cert, concrete=True)
+    elif kind == "linear rank":
+        family = _family(block)
+        require(family[0] == "linear" and block["depth"] == 1, "linear rank needs depth-1 Lin")
+        lam = forms.form(family, block["dim"], exact.skip_rows(block), block["layers"][0])[0]
+        require(exact.rank(lam) > width, f"rank(S + aDU) <= {width}")
+        require(int(cert["rank"]) == exact.rank(lam) and exact.mat(cert["Lambda"]) == lam,
+                "the stored rank or Lambda is wrong")
+    elif kind in ("subset search", "separating functional") and cert.get("generic"):
+        _glu_refutation(block, width, cert)
+    elif kind == "subset search":
+        _width_refutation(block, width, cert)
+    else:
+        raise Invalid(f"a {kind!r} certificate cannot show non-absorbability")
+
+
+def _degree(block: dict[str, Any], cert: dict[str, Any]) -> int:
+    prop = cert["property"]
+    require(prop.startswith("H(") and prop.endswith(")"), "T1 needs H(k)")
+    k = int(prop[2:-1])
+    require(lemmas.holds(block["activation"], "H", k), f"H({k}) is not re-proved")
+    big_k = k + (1 if block["activation"]["gated"] else 0)
+    require(big_k != 1, "T1 needs block degree K != 1")
+    return big_k
+
+
+def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
+    big_k = _degree(block, cert)
+    total = big_k ** block["depth"]
+    require(int(cert["degree"]) == total, "wrong degree K^L")
+    require(block["activation"]["kind"] in exact.RATIONAL_KINDS, "σ not rational on Q")
+    x0, t = exact.vec(cert["x0"]), q(cert["t"])
+    require(t > 0, "t must be positive")
+    at_tx = exact.evaluate(block, block["layers"], [t * v for v in x0])
+    at_x = exact.evaluate(block, block["layers"], x0)
+    require(at_tx != tuple(t**total * v for v in at_x), "B(t x0) = t^(K^L) B(x0): no violation")
+    require(exact.vec(cert["B_at_t_x0"]) == at_tx and exact.vec(cert["B_at_x0"]) == at_x,
+            "the stored values of B differ from exact evaluation")
+
+
+def _parity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
+    act = block["activation"]
+    require(not act["gated"] and lemmas.holds(act, "E"), "T2 needs an even, ungated σ")
+    require(act["kind"] in exact.RATIONAL_KINDS, "σ not rational on Q")
+    x0 = exact.vec(cert["x0"])
+    plus = exact.evaluate(block, block["layers"], x0)
+    minus = exact.evaluate(block, block["layers"], [-v for v in x0])
+    require(plus != minus, "B(x0) = B(-x0): no violation")
+    require(exact.vec(cert["B_at_x0"]) == plus and exact.vec(cert["B_at_minus_x0"]) == minus,
+            "the stored values of B differ from exact evaluation")
+
+
+def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> None:
+    """T1–T4 with a lemma and a direction e_j with S^L e_j ≠ 0 (MATH.md §3)."""
+    rule = cert["rule"]
+    require(rule in NEVER_RULES, f"unknown rule {rule!r}")
+    act, depth = block["activation"], block["depth"]
+    power = depth
+    if rule == "T1":
+        _degree(block, cert)
+        require(depth == 1, "T1 by lemma needs depth 1")
+    elif rule == "T2":
+        require(not act["gated"] and lemmas.holds(act, "E"), "E not re-proved (ungated)")
+        require(depth == 1, "T2 by lemma needs depth 1")
+    elif rule == "T3":
+        require(not act["gated"] and lemmas.holds(act, "Bd"), "Bd not re-proved (ungated)")
+    else:
+        require(lemmas.holds(act, "F"), "F not re-proved")
+    column = exact.skip_power_column(block, power, int(cert["direction"]["index"]))
+    require(any(column), "S^L e_index = 0")
+    entry = next(x for x in column if x != 0)
+    require(q(cert["direction"]["skip_power_entry"]) == entry,
+            "the stored entry of S^L e_index is wrong")
+
+
+def _terms(family: tuple[str, Fraction, Fraction | None], lam: Rows,
+           keys: list[tuple[exact.Vec, exact.Vec]], singles: list[int],
+           basis: list[exact.Vec]) -> tuple[list[Rows], Rows]:
+    """(W_ℓ Q for ℓ single, −M_+ Q), as in the width search of MATH.md §4."""
+    r = forms.rho(family)
+    m_plus = lam
+    for i in singles:
+        u, v = keys[i]
+        m_plus = exact.combine(m_plus, exact.outer(v, u), -r)
+
+    def times(rows: Rows) -> Rows:
+        return tuple(tuple(exact.dot(row, b) for b in basis) for row in rows)
+
+    terms = [times(exact.combine(exact.zeros(len(lam), len(lam)), exact.outer(keys[i][1],
+                                                                              keys[i][0]), 2 * r))
+             for i in singles]
+    target = tuple(tuple(-x for x in row) for row in times(m_plus))
+    return terms, target
+
+
+def _width_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    family = _family(block)
+    require(family[0] != "linear" and block["depth"] == 1, "width search: depth-1 O(a)+N")
+    d = block["dim"]
+    lam, key_map = forms.form(family, d, exact.skip_rows(block), block["layers"][0])
+    keys = forms.sorted_keys(key_map)
+    p = len(keys)
+    require(cert["canonical_form"] == forms.as_json(family, lam, key_map),
+            "the stored canonical form differs from the recomputed one")
+    method = cert["method"]
+    if method == "key count":
+        require(width < max(p, 1), f"{p} keys fit in width {width}")
+        require(int(cert["keys"]) == p, "the stored key count is wrong")
+        return
+    require(method == "width search", f"unknown refutation method {method!r}")
+    cases = {(tuple(int(i) - 1 for i in c["doubles"]), int(c["spare_pairs"])): c["refutation"]
+             for c in cert["cases"]}
+    for extra in range(0, width - p + 1):
+        for j in range(extra % 2, min(extra, p) + 1, 2):
+            for delta in itertools.combinations(range(p), j):
+                k = (extra - j) // 2
+                require((delta, k) in cases, f"case doubles={[i + 1 for i in delta]}, "
+                                             f"spare pairs={k} is not refuted")
+                _case(family, lam, keys, delta, k, cases[(delta, k)])
+
+
+def _case(family: tuple[str, Fraction, Fraction | None], lam: Rows,
+          keys: list[tuple[exact.Vec, exact.Vec]], delta: tuple[int, ...], k: int,
+          ref: dict[str, Any]) -> None:
+    d = len(lam)
+    basis = [exact.vec(b) for b in ref["complement_basis"]]
+    dirs = [keys[i][0] for i in delta]
+    require(all(exact.dot(u, b) == 0 for u in dirs for b in basis), "Q not orthogonal to ū_Δ")
+    require(exact.rank(basis) == len(basis) == d - exact.rank(dirs), "Q is no basis of ū_Δ^⊥")
+    require(min(d, len(basis)) > k, "this case is feasible (rank bound)")
+    singles = [i for i in range(len(keys)) if i not in delta]
+    terms, target = _terms(family, lam, keys, singles, basis)
+    if k >= 1:
+        require(ref["method"] == "sign enumeration", "k >= 1 cases are refuted by enumeration")
+        require(len(singles) <= MAX_ENUMERATION, "too many signs to re-enumerate")
+        r = forms.rho(family)
+        for bits in itertools.product((1, -1), repeat=len(singles)):
+            m = lam
+            for i, s in zip(singles, bits, strict=True):
+                m = exact.combine(m, exact.outer(keys[i][1], keys[i][0]), -r * s)
+            projected = tuple(tuple(exact.dot(row, b) for b in basis) for row in m)
+            require(exact.rank(projected) > k, f"signs {bits} reach rank <= {k}")
+        return
+    subset_refutation(terms, target, ref)
+
+
+def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> None:
+    """No J ⊆ terms has Σ_J terms = target (§7: separating functional / subset search)."""
+    columns = [tuple(x for row in t for x in row) for t in terms]
+    goal = tuple(x for row in target for x in row)
+    kind, method = ref.get("kind"), ref.get("method")
+    if kind == "separating functional":
+        y = tuple(x for row in exact.mat(ref["Y"]) for x in row)
+        require(all(exact.dot(y, c) == 0 for c in columns), "<Y, W_l> != 0 for some term")
+        require(exact.dot(y, goal) != 0, "<Y, T> = 0")
+        require(q(ref["Y_dot_target"]) == exact.dot(y, goal), "the stored <Y, T> is wrong")
+    elif method == "unique combination":
+        coefficients = exact.vec(ref["coefficients"])
+        require(exact.rank(columns) == len(columns), "the terms are not independent")
+        combined = tuple(sum((c * col[i] for c, col in zip(coefficients, columns, strict=True)),
+                             Fraction(0)) for i in range(len(goal)))
+        require(combined == goal, "the coefficients do not combine to the target")
+        require(any(c not in (0, 1) for c in coefficients), "the combination is 0/1")
+    elif method == "enumeration":
+        _reenumerate(columns, goal)
+    elif method == "smt":
+        require(smt.subset_unsat(columns, goal), "z3 finds a subset (checker's own encoding)")
+        text = ref["smtlib"]
+        require(smt.z3_verdict(text) == "unsat", "z3 does not confirm the stored SMT-LIB")
+        require(smt.cvc5_verdict(text) == "unsat", "cvc5 does not confirm the stored SMT-LIB")
+    else:
+        raise Invalid(f"unknown subset refutation {kind!r}/{method!r}")
+
+
+def _reenumerate(columns: list[exact.Vec], goal: exact.Vec) -> None:
+    rows = [[c[i] for c in columns] + [goal[i]] for i in range(len(goal))]
+    reduced, pivots = exact.rref(rows)
+    n = len(columns)
+    require(n not in pivots, "the target is outside the span: a subset search is not needed, "
+                             "but this certificate claims enumeration")
+    free = [j for j in range(n) if j not in pivots]
+    require(len(free) <= MAX_ENUMERATION, "too many free coordinates to re-enumerate")
+    for bits in itertools.product((0, 1), repeat=len(free)):
+        chosen = dict(zip(free, bits, strict=True))
+        values = [reduced[r][n] - sum((reduced[r][j] for j, b in chosen.items() if b),
+                                      Fraction(0)) for r in range(len(pivots))]
+        require(not all(v in (0, 1) for v in values), f"a 0/1 solution exists: free={bits}")
+
+
+def _glu_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    act = block["activation"]
+    c = q(cert["c"])
+    require(act["gated"] and lemmas.holds(act, "Og", c), "Og(c) is not re-proved")
+    require(block["depth"] == 1 and width == block["width"], "§5: depth 1, own width")
+    layer = block["layers"][0]
+    gate, up, down = (exact.mat(layer[n]) for n in ("gate", "up", "down"))
+    keys = set()
+    for i, g in enumerate(gate):
+        column = [r[i] for r in down]
+        require(any(g) and any(up[i]) and any(column), f"neuron {i + 1} is degenerate")
+        key = max(g, tuple(-x for x in g))
+        require(key not in keys, "two neurons share a gate key: not generic")
+        keys.add(key)
+    d = block["dim"]
+    terms = [exact.outer([r[i] for r in down], up[i]) for i in range(len(up))]
+    target = exact.combine(exact.zeros(d, d), exact.skip_rows(block), -1 / (2 * c))
+    subset_refutation(terms, target, cert)
+
+
+# ---- min width, equality, families -------------------------------------------------------
+
+def min_width(block: dict[str, Any], cert: dict[str, Any]) -> int | None:
+    """The minimal width the certificate establishes (None: never absorbable)."""
+    if cert.get("kind") != "minimal width":
+        not_absorbable(block, 10**9, cert)  # a never-proof: no width at all
+        require(cert.get("kind") in ("homogeneity point", "parity point", "lemma + direction"),
+                "min width none needs a never-proof")
+        return None
+    value = int(cert["width"])
+    absorbable(block, value, cert["witness"])
+    if value > 1:
+        require(cert["below"] is not None, "no refutation below the minimal width")
+        not_absorbable(block, value - 1, cert["below"])
+    return value
+
+
+def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) -> bool:
+    require(cert.get("kind") == "canonical forms", "equality needs canonical forms")
+    require(left["depth"] == right["depth"] == 1, "canonical forms decide depth 1 only")
+    fam_l, fam_r = _family(left), _family(right)
+    form_l = forms.form(fam_l, left["dim"], exact.skip_rows(left), left["layers"][0])
+    form_r = forms.form(fam_r, right["dim"], exact.skip_rows(right), right["layers"][0])
+    comparable = (fam_l[0] == fam_r[0] == "relu" or "linear" in (fam_l[0], fam_r[0])
+                  or left["activation"]["kind"] == right["activation"]["kind"]
+                  or not (form_l[1] or form_r[1]))
+    require(comparable, "the two activations' even parts differ: forms do not compare")
+    equal = form_l == form_r
+    require(equal == bool(cert["equal"]), "the stored verdict disagrees with the forms")
+    require(cert["left"] == forms.as_json(fam_l, *form_l)
+            and cert["right"] == forms.as_json(fam_r, *form_r),
+            "the stored canonical forms differ from the recomputed ones")
+    if "point" in cert:
+        x0 = exact.vec(cert["point"]["x0"])
+        require(exact.evaluate(left, left["layers"], x0)
+                != exact.evaluate(right, right["layers"], x0), "the blocks agree at x0")
+    return equal
+
+
+FAMILY_TRUTHS = {
+    "never-rule": {"never": True, "generically not": True, "sometimes": False, "always": False},
+    "§4 rank of S": {"never": True, "generically not": True, "sometimes": False,
+                     "always": False},
+    "spare pairs": {"always": True, "sometimes": True, "never": False, "generically not": False},
+    "§4 relu family in d = 1": {"always": True, "sometimes": True, "never": False,
+                                "generically not": False},
+    "§4 subset condition": {"sometimes": True, "never": False},
+    "§4 genericity": {"generically not": True, "always": False},
+    "plain family": {"always": True, "generically not": False},
+    "zero weights": {"sometimes": True, "never": False},
+}
+
+
+def family_truth(block: dict[str, Any], modality: str, width: int,
+                 cert: dict[str, Any]) -> bool:
+    """The truth of 'block is MODALITY absorbable at width' that the certificate proves."""
+    require(block["layers"] is None, "family claims are about families")
+    if cert.get("kind") == "lemma + direction":
+        never_lemma(block, cert, concrete=False)
+        table = FAMILY_TRUTHS["never-rule"]
+    elif cert.get("kind") == "rule":
+        rule = cert["rule"]
+        if rule == "§4 identity activation":
+            return _identity_table(block, modality, width)
+        require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
+        require(int(cert["width"]) == width, "the rule was applied at another width")
+        if "rank_S" in cert:
+            require(int(cert["rank_S"]) == exact.skip_rank(block), "the stored rank(S) is wrong")
+        _rule_preconditions(block, rule, width)
+        table = FAMILY_TRUTHS[rule]
+        if "example" in cert:
+            example = dict(block, layers=cert["example"]["layers"])
+            absorbable(example, width, cert["example"]["witness"])
+    else:
+        raise Invalid(f"a {cert.get('kind')!r} certificate says nothing about families")
+    require(modality in table, f"rule does not decide '{modality}'")
+    return table[modality]
+
+
+def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
+    act, m, d = block["activation"], block["width"], block["dim"]
+    r = exact.skip_rank(block)
+    if rule in ("plain family", "zero weights"):
+        require(exact.skip_is_zero(block), "needs skip none")
+        require(rule == "zero weights" or width >= m, "needs width >= m")
+        return
+    if rule == "spare pairs":
+        a = lemmas.odd_slope(act)
+        require(a is not None and not act["gated"], "O(a) not re-proved (ungated)")
+        require(width >= m + 2 * r, "needs width >= m + 2 rank(S)")
+        return
+    family = lemmas.ridge_family(act)
+    require(family is not None and block["depth"] == 1, "needs a depth-1 O(a)+N activation")
+    assert family is not None
+    if rule == "§4 rank of S":
+        require(m + width < 2 * r, "needs m + width < 2 rank(S)")
+    elif rule == "§4 relu family in d = 1":
+        require(family[0] == "relu" and d == 1 and m >= 2 and width == m, "needs relu, d = 1")
+    elif rule == "§4 subset condition":
+        require(r <= m <= width, "needs rank(S) <= m <= width")
+    elif rule == "§4 genericity":
+        require(width == m and r > 0, "needs width = m and S != 0")
+        require(not (family[0] == "relu" and d == 1 and m >= 2), "relu in d = 1 is always")
+
+
+def _identity_table(block: dict[str, Any], modality: str, width: int) -> bool:
+    act = block["activation"]
+    a = lemmas.odd_slope(act)
+    require(a is not None and not act["gated"] and lemmas.holds(act, "Lin", a)
+            and block["depth"] == 1, "needs a depth-1 linear activation")
+    r, m, d = exact.skip_rank(block), block["width"], block["dim"]
+    generic = min(d, r + m)
+    return {"never": r > m + width, "sometimes": r <= m + width,
+            "generically not": generic > width, "always": generic <= width}[modality]
