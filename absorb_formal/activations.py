@@ -103,12 +103,36 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
+# erfc(z) for z >= 0 by Chebyshev expansion (Numerical Recipes, 3rd ed., §6.2.2): absolute
+# error below 1e-15 on R (tested against math.erf). One implementation on every machine keeps
+# cross-check figures reproducible, with or without scipy.
+_ERFC_CHEB = (
+    -1.3026537197817094, 6.4196979235649026e-1, 1.9476473204185836e-2, -9.561514786808631e-3,
+    -9.46595344482036e-4, 3.66839497852761e-4, 4.2523324806907e-5, -2.0278578112534e-5,
+    -1.624290004647e-6, 1.303655835580e-6, 1.5626441722e-8, -8.5238095915e-8,
+    6.529054439e-9, 5.059343495e-9, -9.91364156e-10, -2.27365122e-10, 9.6467911e-11,
+    2.394038e-12, -6.886027e-12, 8.94487e-13, 3.13092e-13, -1.12708e-13, 3.81e-16,
+    7.106e-15, -1.523e-15, -9.4e-17, 1.21e-16, -2.8e-17,
+)
+# erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)): relative accuracy near 0.
+_ERF_SERIES = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(12))
+
+
 def _erf(z: np.ndarray) -> np.ndarray:
-    try:
-        from scipy.special import erf  # optional: fast and accurate where installed
-    except ImportError:
-        return np.frompyfunc(math.erf, 1, 1)(z).astype(np.float64)
-    return np.asarray(erf(z), dtype=np.float64)
+    a = np.abs(z)
+    t = 2.0 / (2.0 + a)
+    ty = 4.0 * t - 2.0
+    d = np.zeros_like(a)
+    dd = np.zeros_like(a)
+    for c in _ERFC_CHEB[:0:-1]:
+        d, dd = ty * d - dd + c, d
+    large = 1.0 - t * np.exp(-a * a + 0.5 * (_ERFC_CHEB[0] + ty * d) - dd)
+    small_z = np.where(a < 0.5, a, 0.0)
+    series = np.zeros_like(a)
+    for c in reversed(_ERF_SERIES):
+        series = series * small_z * small_z + c
+    small = 2.0 / math.sqrt(math.pi) * small_z * series
+    return np.sign(z) * np.where(a < 0.5, small, large)
 
 
 def _poly(s: Scalar, z: np.ndarray) -> np.ndarray:

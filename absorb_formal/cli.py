@@ -16,6 +16,9 @@ from . import __version__, proofs
 from .decide import decide
 from .language import SpecError, load_file
 from .model import Claim
+from .numeric.attach import Options, attach
+from .numeric.backends import BackendError, backend
+from .numeric.crosscheck import DEFAULT_POINTS
 from .report import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -58,8 +61,21 @@ exit codes:
   1  some claim refuted
   2  a spec has an error (syntax, undefined name, wrong shape, unreadable file, ...)
   3  no claim refuted, but some claim or query unknown
+  4  internal error: a numeric cross-check (or --fit) contradicted an exact
+     verdict; the outcome is "error" — a bug in absorb_formal, please report it
   130 interrupted (Ctrl-C): what was decided so far is printed
-  When several apply, the first in the order 2, 1, 3 wins.
+  When several apply, the first in the order 4, 2, 1, 3 wins.
+
+numeric checks:
+  Every absorbable verdict's witness is evaluated against its block at N float64
+  points (--crosscheck N, default 100000, 0 = off): Gaussian at scales 1e-3..1e3
+  and points on and near every kink hyperplane. The line and the JSON
+  ("crosscheck": {points, max_abs_error, max_rel_error, backend, device}) show
+  the figures. Refutations of concrete blocks get a float "sanity" figure (the
+  size of the violation). --backend torch [--device cuda] runs them with torch.
+  --fit adds an adversarial search (gradient descent with restarts) for a plain
+  block of the asked width; reaching the tolerance where the prover said "not
+  absorbable" is an internal error.
 
   With --expect, each outcome is compared with the expectation written on its
   line as a comment, `# expect: proved|refuted|unknown|decided` (default:
@@ -92,6 +108,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write one certificate document per claim under DIR")
     parser.add_argument("--update", action="store_true",
                         help="with --certificates: replace documents whose content changed")
+    parser.add_argument("--crosscheck", type=int, default=DEFAULT_POINTS, metavar="N",
+                        help=f"float points per witness (default {DEFAULT_POINTS}; 0 = off)")
+    parser.add_argument("--backend", choices=("numpy", "torch"), default="numpy",
+                        help="float backend of the numeric checks (default numpy)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="torch device (default auto: cuda when present)")
+    parser.add_argument("--fit", action="store_true",
+                        help="adversarial gradient search for a plain block (depth 1)")
+    parser.add_argument("--fit-restarts", type=int, default=8, metavar="K",
+                        help="random restarts of --fit (default 8)")
     parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
     return parser
 
@@ -115,7 +141,8 @@ def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]
     return found
 
 
-def prove_file(path: Path, shown: str, stderr: TextIO) -> FileReport:
+def prove_file(path: Path, shown: str, stderr: TextIO,
+               options: Options | None = None) -> FileReport:
     report = FileReport(shown)
     try:
         spec = load_file(path, shown)
@@ -129,8 +156,13 @@ def prove_file(path: Path, shown: str, stderr: TextIO) -> FileReport:
             result = decide(spec, statement)
         except (MemoryError, RecursionError) as error:
             result = unknown(f"resource limit: {type(error).__name__}")
+        exact = result
+        if options is not None:
+            block = spec.blocks[statement.block]
+            asked = statement.width if statement.width is not None else block.width
+            result = attach(block, result, options, asked)
         report.entries.append(Entry(statement, result, time.perf_counter() - start,
-                                    spec.expected(statement)))
+                                    spec.expected(statement), exact))
     return report
 
 
@@ -138,13 +170,19 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     reports: list[FileReport] = []
     kept = 0
     try:
+        engine = backend(args.backend, args.device)
+    except BackendError as error:
+        print(f"absorb-prove: error: {error}", file=stderr)
+        return EXIT_ERROR
+    options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, stderr)
+    try:
         for item in collect(args.paths, "*.mlp"):
             if isinstance(item, str):
                 reports.append(FileReport(item.split(": error: ")[0], error=item))
                 print(item, file=stderr)
                 continue
             path, shown, relative = item
-            report = prove_file(path, shown, stderr)
+            report = prove_file(path, shown, stderr, options)
             reports.append(report)
             if args.certificates is not None:
                 kept += store(report, relative, args.certificates, args.update, stderr)
@@ -188,7 +226,7 @@ def store(report: FileReport, relative: str, folder: Path, update: bool,
     for entry in report.entries:
         if not isinstance(entry.statement, Claim):
             continue
-        doc = proofs.document(report.spec, entry.statement, entry.result)
+        doc = proofs.document(report.spec, entry.statement, entry.exact or entry.result)
         target = folder / proofs.file_name(relative, entry.statement.pos.line)
         if proofs.write(target, proofs.encode(doc), update) == "differs":
             print(f"{target}: differs from the new certificate; kept", file=stderr)

@@ -10,9 +10,10 @@ from typing import Any
 from . import certificates
 from .language.errors import SpecError
 from .model import Claim, Spec, Statement
-from .result import PROVED, REFUTED, UNKNOWN, Result
+from .result import ERROR, PROVED, REFUTED, UNKNOWN, Result
 
-EXIT_OK, EXIT_REFUTED, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_REFUTED, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERNAL, EXIT_INTERRUPTED = \
+    0, 1, 2, 3, 4, 130
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Entry:
     result: Result
     seconds: float
     expected: str = ""  # the spec's `# expect:` outcome for this line
+    exact: Result | None = None  # before numeric checks: what certificates store
 
     @property
     def as_expected(self) -> bool:
@@ -35,7 +37,7 @@ class Entry:
     def line(self, path: str) -> str:
         """`FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]`."""
         r = self.result
-        said = r.verdict if r.outcome != UNKNOWN else r.reason
+        said = r.verdict if r.outcome not in (UNKNOWN, ERROR) else r.reason
         evidence = certificates.summary(r.certificate)
         method = f"{r.method} | {evidence}" if evidence else r.method
         return f"{path}:{self.statement.pos.line}: {r.outcome}: {self.statement.statement} " \
@@ -78,11 +80,13 @@ class FileReport:
 
 
 def exit_code(files: list[FileReport]) -> int:
-    """2 if a spec has an error, else 1 if a claim is refuted, else 3 if anything is
-    unknown, else 0 (LANGUAGE.md, "Outcomes")."""
+    """4 if a numeric check contradicted a proof (a bug), else 2 if a spec has an error,
+    else 1 if a claim is refuted, else 3 if anything is unknown, else 0 (LANGUAGE.md)."""
+    outcomes = {e.result.outcome for f in files for e in f.entries}
+    if ERROR in outcomes:
+        return EXIT_INTERNAL
     if any(f.error for f in files):
         return EXIT_ERROR
-    outcomes = {e.result.outcome for f in files for e in f.entries}
     if REFUTED in outcomes:
         return EXIT_REFUTED
     if UNKNOWN in outcomes:
@@ -91,7 +95,10 @@ def exit_code(files: list[FileReport]) -> int:
 
 
 def expectation_code(files: list[FileReport]) -> int:
-    """With --expect: 2 for a spec error, 1 if an outcome differs from its expectation."""
+    """With --expect: 4 for an internal error, 2 for a spec error, 1 if an outcome differs
+    from its expectation."""
+    if any(e.result.outcome == ERROR for f in files for e in f.entries):
+        return EXIT_INTERNAL
     if any(f.error for f in files):
         return EXIT_ERROR
     met = all(e.as_expected for f in files for e in f.entries)
@@ -110,12 +117,14 @@ def summary(files: list[FileReport]) -> str:
     queries = Counter(e.result.outcome for e in entries if e.kind == "query")
     errors = sum(1 for f in files if f.error)
     n_claims, n_queries = sum(claims.values()), sum(queries.values())
+    internal = claims[ERROR] + queries[ERROR]
+    alarm = f", {internal} INTERNAL ERRORS" if internal else ""
     return (f"summary: {len(files)} file{'s' * (len(files) != 1)}, "
             f"{n_claims} claim{'s' * (n_claims != 1)} ({claims[PROVED]} proved, "
             f"{claims[REFUTED]} refuted, {claims[UNKNOWN]} unknown), "
             f"{n_queries} quer{'ies' if n_queries != 1 else 'y'} "
             f"({n_queries - queries[UNKNOWN]} decided, {queries[UNKNOWN]} unknown), "
-            f"{errors} file{'s' * (errors != 1)} with errors")
+            f"{errors} file{'s' * (errors != 1)} with errors{alarm}")
 
 
 def as_json(files: list[FileReport], code: int, with_expectations: bool = False) -> str:

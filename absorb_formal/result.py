@@ -6,13 +6,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROVED, REFUTED, UNKNOWN, DECIDED = "proved", "refuted", "unknown", "decided"
+ERROR = "error"  # a numeric check contradicted a proof: a bug, reported loudly
 
 
 @dataclass(frozen=True)
 class Result:
     """What the engine concluded about one statement.
 
-    outcome: proved | refuted | unknown (claims), decided | unknown (queries).
+    outcome: proved | refuted | unknown (claims), decided | unknown (queries); error when
+    a numeric cross-check contradicts the exact verdict (a bug in the tool).
     verdict: the mathematical finding in words ("absorbable at width 3"), empty if unknown.
     method: the rule or engine that decided (e.g. "T1 homogeneity"), or "none".
     reason: why the outcome is unknown (empty otherwise).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..model import Block, Claim, Query, Spec, Statement
 from ..result import DECIDED, PROVED, REFUTED, Result, unknown
 from . import concrete, equivalence, families
@@ -25,8 +27,10 @@ def decide(spec: Spec, statement: Statement) -> Result:
                       fails=f"not {statement.modality} absorbable at width {size}")
     decision = concrete.at_width(block, size)
     wanted = statement.modality != "not"
-    return _claim(decision, expected=wanted, holds=f"absorbable at width {size}",
-                  fails=f"not absorbable at width {size}")
+    result = _claim(decision, expected=wanted, holds=f"absorbable at width {size}",
+                    fails=f"not absorbable at width {size}")
+    return replace(result, extra={"decision": {"width": size,
+                                               "absorbable": decision.absorbable}})
 
 
 def _claim(decision: Decision, expected: bool, holds: str, fails: str) -> Result:

@@ -1,0 +1,50 @@
+"""Run the numeric checks on a decided result and attach their figures (MATH.md's verdicts
+stay exact; these are the float sanity checks a practitioner reads at a glance)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TextIO
+
+from ..model import Block
+from ..result import ERROR, Result
+from .backends import Backend
+from .crosscheck import TOLERANCE, crosscheck
+from .sanity import sanity
+
+
+@dataclass(frozen=True)
+class Options:
+    points: int
+    engine: Backend
+    fit: bool = False
+    fit_restarts: int = 8
+    progress: TextIO | None = None
+
+
+def attach(block: Block, result: Result, options: Options, width: int | None) -> Result:
+    if result.certificate is None or options.points <= 0:
+        return result
+    extra = dict(result.extra)
+    verdict = result.verdict
+    found = crosscheck(block, result.certificate, options.points, options.engine,
+                       options.progress)
+    if found is not None:
+        extra["crosscheck"] = found.as_json()
+        verdict += f"; {found.phrase()}"
+        if not found.ok:
+            return replace(result, outcome=ERROR, verdict=verdict, extra=extra,
+                           reason=f"INTERNAL ERROR: a witness differs from its block by "
+                                  f"{found.max_rel_error:.3g} > {TOLERANCE} in floats "
+                                  "(this is a bug; please report it)")
+    figure = sanity(block, result.certificate, options.engine)
+    if figure is not None:
+        extra["sanity"] = figure
+    if options.fit and width is not None and block.is_concrete and block.depth == 1:
+        from .fit import fit_alarm
+
+        alarm, report = fit_alarm(block, width, result, options.fit_restarts, options.engine)
+        extra["fit"] = report
+        if alarm:
+            return replace(result, outcome=ERROR, verdict=verdict, extra=extra, reason=alarm)
+    return replace(result, verdict=verdict, extra=extra)

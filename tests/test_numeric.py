@@ -1,0 +1,175 @@
+"""Numeric cross-checks (float64): witnesses against blocks, sanity figures, --fit, backends."""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from absorb_formal.activations import _erf
+from absorb_formal.decide import decide
+from absorb_formal.language import load_file, load_text
+from absorb_formal.numeric.attach import Options, attach
+from absorb_formal.numeric.backends import BackendError, NumpyBackend, backend
+from absorb_formal.numeric.crosscheck import TOLERANCE, crosscheck
+from absorb_formal.numeric.fit import derivative, search
+from absorb_formal.numeric.floatblock import from_block
+from absorb_formal.numeric.points import batches
+from absorb_formal.result import ERROR
+
+from .conftest import CORPUS
+
+NUMPY = NumpyBackend()
+
+
+def test_erf_matches_the_standard_library():
+    x = np.concatenate([np.linspace(-9, 9, 20001), np.geomspace(1e-300, 0.6, 2000)])
+    want = np.array([math.erf(v) for v in x])
+    assert np.allclose(_erf(x), want, rtol=1e-15, atol=3e-16)
+
+
+def test_every_absorbable_verdict_in_the_corpus_is_cross_checked(cli):
+    doc = cli("--json", "--crosscheck", "3000", CORPUS).json()
+    checked = 0
+    for f in doc["files"]:
+        for r in f["results"]:
+            witness = r["certificate"] and '"witness"' in str(r["certificate"]).replace("'", '"')
+            if witness:
+                assert "crosscheck" in r, (f["path"], r["statement"])
+                figures = r["crosscheck"]
+                assert figures["points"] >= 3000 and figures["backend"] == "numpy"
+                assert figures["max_rel_error"] <= TOLERANCE
+                assert "cross-check" in r["verdict"]
+                checked += 1
+    assert checked >= 40
+
+
+def test_points_cover_the_kinks():
+    normal = np.array([1.0, -2.0])
+    x = np.concatenate(list(batches(2, [normal], 10_000)))
+    on_kink = np.abs(x @ normal) <= 1e-9 * (1 + np.linalg.norm(x, axis=1))
+    assert len(x) == 10_000 and 0.05 < on_kink.mean() < 0.5
+    assert x.std() > 10  # several scales
+
+
+def _spec_block(text: str, name: str = "R"):
+    spec = load_text(text, "t.mlp", CORPUS)
+    return spec, spec.blocks[name]
+
+
+ABSORBABLE = """block R { activation relu dim 2 width 3
+  up = [[1, 0], [0, 1], [1, 1]]  down = [[-1, 0, 7/10], [0, -1, 3/10]] }
+claim R is absorbable
+"""
+
+
+def test_a_wrong_witness_is_an_internal_error_and_exit_4(monkeypatch, cli, write_spec):
+    spec, block = _spec_block(ABSORBABLE)
+    result = decide(spec, spec.statements[0])
+    broken = copy.deepcopy(result.certificate)
+    broken["layers"][0]["down"][0][2] = "1"
+    bad = attach(block, type(result)(**{**result.__dict__, "certificate": broken}),
+                 Options(2000, NUMPY), 3)
+    assert bad.outcome == ERROR and "INTERNAL ERROR" in bad.reason
+    import absorb_formal.decide.dispatch as dispatch
+
+    real = dispatch.decide
+
+    def corrupted(spec, statement):
+        found = real(spec, statement)
+        return type(found)(**{**found.__dict__, "certificate": broken})
+
+    monkeypatch.setattr("absorb_formal.cli.decide", corrupted)
+    run = cli("--crosscheck", "2000", write_spec(ABSORBABLE))
+    assert run.code == 4 and "INTERNAL ERROR" in run.out
+
+
+def test_refutations_get_float_sanity_figures(cli):
+    doc = cli("--json", "--crosscheck", "1000", CORPUS / "never" / "homogeneous.mlp",
+              CORPUS / "never" / "flat.mlp", CORPUS / "examples").json()
+    kinds = {r["sanity"]["kind"]: r["sanity"] for f in doc["files"] for r in f["results"]
+             if "sanity" in r}
+    assert kinds["homogeneity point"]["violation"] > 0
+    assert kinds["lemma + direction"]["B_t_e_over_t"] > 0.1
+    assert kinds["separating functional"]["min_abs_Y_dot_T"] > 0
+
+
+def test_crosscheck_off(cli):
+    doc = cli("--json", "--crosscheck", "0", CORPUS / "examples" / "relu_absorbable.mlp").json()
+    assert all("crosscheck" not in r for r in doc["files"][0]["results"])
+
+
+@pytest.mark.parametrize("name", ["relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid",
+                                  "abs", "square", "identity"])
+def test_derivatives_match_finite_differences(name):
+    from absorb_formal import activations as acts
+
+    scalar = acts.simple(name).scalar
+    z = np.linspace(-4, 4, 81) + 0.0123  # avoid the kink at 0
+    h = 1e-6
+    numeric = (scalar.numpy(z + h) - scalar.numpy(z - h)) / (2 * h)
+    assert np.allclose(derivative(scalar, z), numeric, atol=1e-6)
+
+
+def test_fit_finds_a_planted_witness_and_respects_a_refutation():
+    _, block = _spec_block(ABSORBABLE)
+    error, _ = search(block, 3, restarts=6, engine=NUMPY)
+    assert error <= 1e-6
+    spec = load_file(CORPUS / "paper" / "relu_gelu_theorem.mlp")
+    perturbed = spec.blocks["R2p"]
+    error, runs = search(perturbed, 3, restarts=2, engine=NUMPY)
+    assert error > 1e-6 and runs == 2
+
+
+def test_fit_reports_in_json(cli, write_spec):
+    doc = cli("--json", "--fit", "--fit-restarts", "2", "--crosscheck", "1000",
+              write_spec(ABSORBABLE)).json()
+    report = doc["files"][0]["results"][0]["fit"]
+    assert report["width"] == 3 and report["restarts"] <= 2 and "best_error" in report
+
+
+def test_device_cuda_needs_torch_backend(cli, write_spec):
+    run = cli("--device", "cuda", write_spec(ABSORBABLE))
+    assert run.code == 2 and "needs --backend torch" in run.err
+
+
+def test_missing_torch_is_a_clear_error(cli, write_spec, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(BackendError, match="needs torch"):
+        backend("torch", "auto")
+    run = cli("--backend", "torch", write_spec(ABSORBABLE))
+    assert run.code == 2 and "needs torch" in run.err
+
+
+def test_torch_backend_agrees_with_numpy():
+    pytest.importorskip("torch", reason="torch is an optional extra: pip install "
+                                        "'absorb_formal[torch]'")
+    engine = backend("torch", "cpu")
+    rng = np.random.default_rng(0)
+    for path in sorted(CORPUS.rglob("*.mlp")):
+        for block in load_file(path).blocks.values():
+            if not block.is_concrete:
+                continue
+            fb = from_block(block)
+            x = rng.normal(size=(257, block.dim)) * 3
+            assert np.allclose(engine.evaluate(fb, x), NUMPY.evaluate(fb, x), rtol=1e-12,
+                               atol=1e-12), (path, block.name)
+
+
+def test_torch_cuda_crosscheck_when_a_gpu_is_present():
+    torch = pytest.importorskip("torch", reason="torch is an optional extra")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine")
+    spec, block = _spec_block(ABSORBABLE)
+    result = decide(spec, spec.statements[0])
+    found = crosscheck(block, result.certificate, 100_000, backend("torch", "cuda"))
+    assert found is not None and found.ok and found.device == "cuda"
+
+
+def test_exact_rationals_become_nearest_floats():
+    _, block = _spec_block(ABSORBABLE)
+    assert from_block(block).layers[0]["down"][0, 2] == float(Fraction(7, 10))
