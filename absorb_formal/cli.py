@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from . import __version__, proofs
+from . import __version__, budget, proofs
 from .decide import decide
 from .language import SpecError, load_file
 from .model import Claim
@@ -118,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="adversarial gradient search for a plain block (depth 1)")
     parser.add_argument("--fit-restarts", type=int, default=8, metavar="K",
                         help="random restarts of --fit (default 8)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"time budget per claim (default {DEFAULT_TIMEOUT:g}; 0 = none); "
+                             "a claim that runs out ends unknown")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="decide N files in parallel (output order is unchanged)")
+    parser.add_argument("--no-timing", action="store_true",
+                        help='JSON "seconds" as null, so output is byte-identical across runs')
     parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
     return parser
 
@@ -141,8 +150,11 @@ def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]
     return found
 
 
+DEFAULT_TIMEOUT = 60.0
+
+
 def prove_file(path: Path, shown: str, stderr: TextIO,
-               options: Options | None = None) -> FileReport:
+               options: Options | None = None, timeout: float = 0.0) -> FileReport:
     report = FileReport(shown)
     try:
         spec = load_file(path, shown)
@@ -152,15 +164,28 @@ def prove_file(path: Path, shown: str, stderr: TextIO,
     report.spec = spec
     for statement in spec.statements:
         start = time.perf_counter()
+        exact = result = unknown(f"timeout after {timeout:g} s")
         try:
-            result = decide(spec, statement)
+            with budget.limit(timeout):
+                exact = result = decide(spec, statement)
+                if exact.outcome == "unknown" and budget.spent():
+                    # a solver stopped at the budget's limit: say so, with its own words
+                    exact = result = unknown(f"timeout after {timeout:g} s ({exact.reason})")
+                if options is not None:
+                    block = spec.blocks[statement.block]
+                    asked = statement.width if statement.width is not None else block.width
+                    result = attach(block, result, options, asked)
+        except budget.ClaimTimeout:
+            if exact.outcome == "unknown" and exact.reason.startswith("timeout"):
+                result = exact
+            else:  # decided in time; only the numeric checks ran out
+                result = replace(exact, verdict=exact.verdict + f"; numeric checks stopped "
+                                                               f"after {timeout:g} s")
         except (MemoryError, RecursionError) as error:
-            result = unknown(f"resource limit: {type(error).__name__}")
-        exact = result
-        if options is not None:
-            block = spec.blocks[statement.block]
-            asked = statement.width if statement.width is not None else block.width
-            result = attach(block, result, options, asked)
+            exact = result = unknown(f"resource limit: {type(error).__name__}")
+        except KeyboardInterrupt:
+            report.interrupted = True  # keep what was decided; the caller stops (exit 130)
+            break
         report.entries.append(Entry(statement, result, time.perf_counter() - start,
                                     spec.expected(statement), exact))
     return report
@@ -175,15 +200,21 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"absorb-prove: error: {error}", file=stderr)
         return EXIT_ERROR
     options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, stderr)
+    items = collect(args.paths, "*.mlp")
     try:
-        for item in collect(args.paths, "*.mlp"):
-            if isinstance(item, str):
+        for item, report in zip(items, _reports(items, args, options, stderr), strict=True):
+            if report is None:
+                assert isinstance(item, str)
                 reports.append(FileReport(item.split(": error: ")[0], error=item))
                 print(item, file=stderr)
                 continue
-            path, shown, relative = item
-            report = prove_file(path, shown, stderr, options)
+            assert not isinstance(item, str)
+            _, _, relative = item
             reports.append(report)
+            if report.interrupted:
+                for entry in report.entries if not args.json else ():
+                    print(entry.line(report.path), file=stdout)
+                raise KeyboardInterrupt
             if args.certificates is not None:
                 kept += store(report, relative, args.certificates, args.update, stderr)
             if isinstance(report.error, SpecError):
@@ -209,12 +240,42 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                           f"{entry.result.outcome} (expected {entry.expected}): "
                           f"{entry.statement.statement}", file=stderr)
     if args.json:
-        print(as_json(reports, code, with_expectations=args.expect), file=stdout)
+        print(as_json(reports, code, with_expectations=args.expect,
+                      timing=not args.no_timing), file=stdout)
     else:
         print(summary(reports), file=stdout)
         if args.expect:
             print(expectation_summary(reports), file=stdout)
     return code
+
+
+def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
+             options: Options, stderr: TextIO) -> Iterator[FileReport | None]:
+    """One report per item, in order; with -j N, files are decided by N worker processes."""
+    if args.jobs <= 1:
+        for item in items:
+            yield None if isinstance(item, str) else prove_file(item[0], item[1], stderr,
+                                                                 options, args.timeout)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    settings = (args.crosscheck, args.backend, args.device, args.fit, args.fit_restarts,
+                args.timeout)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [None if isinstance(item, str) else
+                   pool.submit(_prove_in_worker, item[0], item[1], settings) for item in items]
+        try:
+            for future in futures:
+                yield None if future is None else future.result()
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _prove_in_worker(path: Path, shown: str, settings: tuple[Any, ...]) -> FileReport:
+    points, backend_name, device, fit, restarts, timeout = settings
+    options = Options(points, backend(backend_name, device), fit, restarts, None)
+    return prove_file(path, shown, sys.stderr, options, timeout)
 
 
 def store(report: FileReport, relative: str, folder: Path, update: bool,

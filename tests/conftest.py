@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from absorb_formal.cli import main
 
 pytest_plugins = ["pytester"]
+
+# Property tests: a fast default for CI, `HYPOTHESIS_PROFILE=long` for the long runs.
+settings.register_profile("ci", max_examples=60)
+settings.register_profile("long", max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_EXAMPLES = ROOT.parent / "shared" / "examples"

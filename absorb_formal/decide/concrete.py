@@ -19,6 +19,23 @@ from .decision import Decision, undecided
 from .never import never
 
 WIDTH_METHOD = "§4 canonical form + width search"
+MAX_EXACT_WEIGHTS = 250_000  # beyond this, only rules that read no weight are tried
+
+
+def weight_count(block: Block) -> int:
+    per_layer = block.dim * block.width * (3 if block.activation.gated else 2)
+    skip = block.dim * block.dim if block.skip.matrix is not None else 0
+    return block.depth * per_layer + skip
+
+
+def too_large(block: Block) -> str:
+    """Why exact work on this concrete block is refused ("" when it is not)."""
+    n = weight_count(block)
+    if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
+        return ""
+    return (f"the block has {n} weights; exact decisions other than the never-rules are "
+            f"limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the claim about "
+            "the family (drop the weights)")
 
 
 def pad(layer: Layer, size: int) -> Layer:
@@ -46,7 +63,7 @@ def plain_itself(block: Block, size: int) -> Decision | None:
 
 
 def never_decision(block: Block) -> Decision | None:
-    proof = never(block)
+    proof = never(block, cheap=bool(too_large(block)))
     if proof is None:
         return None
     return Decision(False, proof.rule, proof.certificate, detail="never, at any width")
@@ -140,9 +157,12 @@ def stacked(block: Block, size: int) -> Decision:
 
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
-    for rule in (plain_itself(block, size), never_decision(block)):
+    large = too_large(block)
+    for rule in (None if large else plain_itself(block, size), never_decision(block)):
         if rule is not None:
             return rule
+    if large:
+        return undecided(large)
     if block.depth == 1:
         return depth_one(block, size)
     return stacked(block, size)
@@ -164,6 +184,8 @@ def minimal_width(block: Block) -> MinWidth:
     nv = never_decision(block)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
+    if too_large(block):
+        return MinWidth(False, reason=too_large(block))
     if block.depth == 1:
         w = linear.min_width(block)
         if w is not None:

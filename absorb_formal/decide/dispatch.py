@@ -45,6 +45,9 @@ def _claim(decision: Decision, expected: bool, holds: str, fails: str) -> Result
 
 
 def _equals(left: Block, right: Block) -> Result:
+    large = concrete.too_large(left) or concrete.too_large(right)
+    if large:
+        return unknown(large)
     found = equivalence.decide(left, right)
     if found.equal is None:
         return unknown(found.reason)

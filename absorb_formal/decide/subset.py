@@ -17,8 +17,8 @@ from fractions import Fraction
 from math import lcm
 from typing import Any
 
+from .. import budget, linalg
 from .. import certificates as cert
-from .. import linalg
 
 MAX_ENUMERATED_FREE = 12
 Z3_TIMEOUT_MS = 20_000
@@ -130,7 +130,7 @@ def _z3(columns: list[linalg.Vec], goal: linalg.Vec, timeout_ms: int) -> SubsetA
     text = smtlib(reduced, q)
     solver = z3.SolverFor("QF_LIA")
     solver.set("random_seed", 0)
-    solver.set("timeout", timeout_ms)
+    solver.set("timeout", budget.remaining_ms(timeout_ms))
     solver.from_string(text)
     verdict = solver.check()
     if verdict == z3.sat:

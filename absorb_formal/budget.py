@@ -1,0 +1,56 @@
+"""Per-claim time budget (`--timeout`): a deadline that long computations respect.
+
+Python code is interrupted by SIGALRM (`ClaimTimeout`); solvers are handed the remaining time
+as their own limit, since a signal cannot interrupt them inside C code. Where SIGALRM does not
+exist (Windows) only the solver limits apply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Iterator
+
+_deadline: float | None = None
+
+
+class ClaimTimeout(Exception):
+    """The claim's time budget ran out."""
+
+
+def remaining_ms(cap_ms: int) -> int:
+    """The solver limit to use now: at most `cap_ms`, at least 1 ms."""
+    if _deadline is None:
+        return cap_ms
+    return max(1, min(cap_ms, int((_deadline - time.monotonic()) * 1000)))
+
+
+def spent() -> bool:
+    """Whether the current deadline has passed (False when there is none)."""
+    return _deadline is not None and time.monotonic() >= _deadline - 0.05
+
+
+def _expired(signum: int, frame: object) -> None:
+    raise ClaimTimeout
+
+
+@contextlib.contextmanager
+def limit(seconds: float | None) -> Iterator[None]:
+    """Run the body with a deadline `seconds` from now (None or <= 0: no limit)."""
+    global _deadline
+    if not seconds or seconds <= 0:
+        yield
+        return
+    _deadline = time.monotonic() + seconds
+    armed = hasattr(signal, "setitimer")
+    if armed:
+        previous = signal.signal(signal.SIGALRM, _expired)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        if armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        _deadline = None
