@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from . import __version__, budget, proofs
 from .decide import decide
+from .decide.dispatch import ENGINES
 from .language import SpecError, load_file
 from .model import Claim
 from .numeric.attach import Options, attach
@@ -32,7 +33,7 @@ from .report import (
     expectation_summary,
     summary,
 )
-from .result import unknown
+from .result import ERROR, Result, unknown
 
 DESCRIPTION = """\
 Decide every claim and query in .mlp spec files: can a residual MLP block
@@ -120,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="adversarial gradient search for a plain block (depth 1)")
     parser.add_argument("--fit-restarts", type=int, default=8, metavar="K",
                         help="random restarts of --fit (default 8)")
+    parser.add_argument("--engine", choices=ENGINES, default="theory",
+                        help="theory (MATH.md §3-5, with the generic engine as fallback on "
+                             "small cases), generic (§6 only), or both (disagreement = error)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"time budget per claim (default {DEFAULT_TIMEOUT:g}; 0 = none); "
                              "a claim that runs out ends unknown")
@@ -153,8 +157,8 @@ def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]
 DEFAULT_TIMEOUT = 60.0
 
 
-def prove_file(path: Path, shown: str, stderr: TextIO,
-               options: Options | None = None, timeout: float = 0.0) -> FileReport:
+def prove_file(path: Path, shown: str, stderr: TextIO, options: Options | None = None,
+               timeout: float = 0.0, engine: str = "theory") -> FileReport:
     report = FileReport(shown)
     try:
         spec = load_file(path, shown)
@@ -167,7 +171,7 @@ def prove_file(path: Path, shown: str, stderr: TextIO,
         exact = result = unknown(f"timeout after {timeout:g} s")
         try:
             with budget.limit(timeout):
-                exact = result = decide(spec, statement)
+                exact = result = decide(spec, statement, engine)
                 if exact.outcome == "unknown" and budget.spent():
                     # a solver stopped at the budget's limit: say so, with its own words
                     exact = result = unknown(f"timeout after {timeout:g} s ({exact.reason})")
@@ -183,6 +187,9 @@ def prove_file(path: Path, shown: str, stderr: TextIO,
                                                                f"after {timeout:g} s")
         except (MemoryError, RecursionError) as error:
             exact = result = unknown(f"resource limit: {type(error).__name__}")
+        except Exception as error:  # a bug: say so in the outcome, never as a traceback
+            exact = result = Result(ERROR, reason=f"INTERNAL ERROR: {type(error).__name__}: "
+                                                  f"{error} (please report)")
         except KeyboardInterrupt:
             report.interrupted = True  # keep what was decided; the caller stops (exit 130)
             break
@@ -254,13 +261,13 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
     """One report per item, in order; with -j N, files are decided by N worker processes."""
     if args.jobs <= 1:
         for item in items:
-            yield None if isinstance(item, str) else prove_file(item[0], item[1], stderr,
-                                                                 options, args.timeout)
+            yield None if isinstance(item, str) else prove_file(
+                item[0], item[1], stderr, options, args.timeout, args.engine)
         return
     from concurrent.futures import ProcessPoolExecutor
 
     settings = (args.crosscheck, args.backend, args.device, args.fit, args.fit_restarts,
-                args.timeout)
+                args.timeout, args.engine)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [None if isinstance(item, str) else
                    pool.submit(_prove_in_worker, item[0], item[1], settings) for item in items]
@@ -273,9 +280,9 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
 
 
 def _prove_in_worker(path: Path, shown: str, settings: tuple[Any, ...]) -> FileReport:
-    points, backend_name, device, fit, restarts, timeout = settings
+    points, backend_name, device, fit, restarts, timeout, engine = settings
     options = Options(points, backend(backend_name, device), fit, restarts, None)
-    return prove_file(path, shown, sys.stderr, options, timeout)
+    return prove_file(path, shown, sys.stderr, options, timeout, engine)
 
 
 def store(report: FileReport, relative: str, folder: Path, update: bool,

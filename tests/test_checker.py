@@ -172,6 +172,24 @@ def corrupt_basis(c):
     c["complement_basis"] = c["complement_basis"][1:] or [["1"] * 2]
 
 
+def corrupt_cofactor(c):
+    c["cofactors"][0] = c["cofactors"][0] + [["1", [0] * len(c["unknowns"])]]
+
+
+def corrupt_points(c):
+    c["points"] = c["points"][:1]
+
+
+def corrupt_root_index(c):
+    for layer in c["layers"]:
+        for rows in layer.values():
+            for row in rows:
+                for v in row:
+                    if isinstance(v, dict):
+                        v["index"] = 3 - v["index"] if v["index"] in (1, 2) else 1
+                        return
+
+
 def corrupt_rule_name(c):
     c["rule"] = "§4 genericity" if c["rule"] != "§4 genericity" else "spare pairs"
 
@@ -200,6 +218,10 @@ CORRUPTIONS = [
     ("linear rank", None, corrupt_rank),
     ("canonical forms", None, corrupt_equal),
     ("rule", "§4 rank of S", corrupt_rank_s),
+    ("Nullstellensatz", "cofactors", corrupt_cofactor),
+    ("finite point set", None, corrupt_points),
+    ("witness", "polynomial identity", corrupt_weight),
+    ("witness", "smt: no point where P differs from B", corrupt_weight),
     ("rule", "§4 subset condition", corrupt_rule_name),
 ]
 
@@ -272,3 +294,11 @@ def test_a_changed_spec_makes_its_certificate_stale(cli, tmp_path, monkeypatch):
     spec.write_text(spec.read_text().replace("7/10", "71/100"))
     run = cli("check", "out")
     assert run.code == 1 and "stale" in run.out
+
+
+def test_an_algebraic_witness_with_the_wrong_root_is_caught():
+    doc = stored()["generic/polynomial.mlp.31.json"]
+    assert doc["statement"] == "C is absorbable" and verify(doc).status == "valid"
+    broken = copy.deepcopy(doc)
+    corrupt_root_index(broken["certificate"])
+    assert broken != doc and verify(broken).status == "invalid"

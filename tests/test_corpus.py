@@ -10,7 +10,9 @@ import pytest
 
 from absorb_formal.decide import decide
 from absorb_formal.language import load_file
-from absorb_formal.model import Block, Layer, Matrix, Skip
+from absorb_formal.model import Layer, Matrix
+from absorb_formal.numeric.backends import NumpyBackend
+from absorb_formal.numeric.floatblock import plain_from_json
 from absorb_formal.result import PROVED, REFUTED
 
 from .conftest import CORPUS, example_files
@@ -48,11 +50,10 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path):
         if not block.is_concrete:
             continue
         for witness in _witnesses(result.certificate):
-            stack = _layers(witness["layers"])
-            plain = Block("P", block.activation, block.dim, witness["width"], len(stack),
-                          Skip(block.dim, scale=Fraction(0)), stack, block.pos)
+            plain = plain_from_json(block, witness["layers"])  # algebraic entries too
             x = np.random.default_rng(0).normal(size=(1000, block.dim)) * 3
-            assert np.allclose(plain.evaluate(x), block.evaluate(x), rtol=1e-9, atol=1e-9)
+            assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
+                               rtol=1e-9, atol=1e-9)
 
 
 def test_corpus_covers_every_rule():

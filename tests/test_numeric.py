@@ -79,8 +79,8 @@ def test_a_wrong_witness_is_an_internal_error_and_exit_4(monkeypatch, cli, write
 
     real = dispatch.decide
 
-    def corrupted(spec, statement):
-        found = real(spec, statement)
+    def corrupted(spec, statement, *engine):
+        found = real(spec, statement, *engine)
         return type(found)(**{**found.__dict__, "certificate": broken})
 
     monkeypatch.setattr("absorb_formal.cli.decide", corrupted)

@@ -115,10 +115,10 @@ def test_a_claim_that_runs_out_of_time_is_unknown_and_the_rest_still_run(cli, wr
 
     real = cli_module.decide
 
-    def slow_first(spec, statement):
+    def slow_first(spec, statement, *engine):
         if statement.pos.line == 2:
             time.sleep(30)
-        return real(spec, statement)
+        return real(spec, statement, *engine)
 
     monkeypatch.setattr(cli_module, "decide", slow_first)
     path = write_spec("block F { activation relu^2 dim 2 width 2 }\n"
@@ -137,10 +137,10 @@ def test_ctrl_c_prints_what_was_decided_and_exits_130(cli, write_spec, monkeypat
 
     real = cli_module.decide
 
-    def interrupted(spec, statement):
+    def interrupted(spec, statement, *engine):
         if statement.pos.line == 3:
             raise KeyboardInterrupt
-        return real(spec, statement)
+        return real(spec, statement, *engine)
 
     monkeypatch.setattr(cli_module, "decide", interrupted)
     path = write_spec("block F { activation relu^2 dim 2 width 2 }\n"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from . import exact, forms, lemmas, smt
+from . import exact, forms, generic, lemmas, smt
 from .exact import Rows, q
 
 FORMAT = "absorb_formal certificate 1"
@@ -41,7 +41,7 @@ def require(condition: bool, reason: str) -> None:
 def verify(doc: Any) -> Verdict:
     try:
         return _verify(doc)
-    except Invalid as error:
+    except (Invalid, generic.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError) as e:
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
@@ -92,11 +92,17 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     gated = block["activation"]["gated"]
     d = block["dim"]
     for layer in layers:
-        up, down = exact.mat(layer["up"]), exact.mat(layer["down"])
+        up, down = layer["up"], layer["down"]
         require(len(up) == size and all(len(r) == d for r in up), "witness 'up' shape")
         require(len(down) == d and all(len(r) == size for r in down), "witness 'down' shape")
         require(("gate" in layer) == gated, "witness 'gate' presence")
     check = cert["check"]
+    if check == "polynomial identity":
+        require(generic.identity(block, layers), "P - B is not the zero polynomial")
+        return
+    if check == "smt: no point where P differs from B":
+        generic.no_difference(block, cert)
+        return
     if check.startswith("the block itself"):
         _itself(block, layers)
     elif check == "canonical forms equal":
@@ -188,6 +194,12 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         _glu_refutation(block, width, cert)
     elif kind == "subset search":
         _width_refutation(block, width, cert)
+    elif kind in ("Nullstellensatz", "real infeasibility", "finite point set"):
+        require(int(cert["width"]) >= width, "the refutation is for a smaller width")
+        if kind == "finite point set":
+            generic.point_set(block, int(cert["width"]), cert)
+        else:
+            generic.infeasible(block, int(cert["width"]), cert)
     else:
         raise Invalid(f"a {kind!r} certificate cannot show non-absorbability")
 

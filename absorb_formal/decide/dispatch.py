@@ -4,33 +4,67 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..generic import engine as generic_engine
 from ..model import Block, Claim, Query, Spec, Statement
-from ..result import DECIDED, PROVED, REFUTED, Result, unknown
+from ..result import DECIDED, ERROR, PROVED, REFUTED, Result, unknown
 from . import concrete, equivalence, families
 from .decision import Decision
 
+ENGINES = ("theory", "generic", "both")
 
-def decide(spec: Spec, statement: Statement) -> Result:
-    """Decide one claim or query of `spec`; `unknown` with a reason when no rule applies."""
+
+def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
+    """Decide one claim or query of `spec`; `unknown` with a reason when no rule applies.
+
+    engine: "theory" (MATH.md §3–5, falling back to the generic engine where no rule decides
+    and the size is small), "generic" (§6 only), or "both" (each; disagreement is an error).
+    """
     block = spec.blocks[statement.block]
     size = statement.width if statement.width is not None else block.width
     if isinstance(statement, Query):
-        return _query(block, size)
+        return _query(block, size, engine)
     if statement.kind == "equals":
         assert statement.other is not None
         return _equals(block, spec.blocks[statement.other])
     if statement.kind == "min_width":
-        return _min_width(block, statement)
+        return _min_width(block, statement, engine)
     if statement.kind == "family":
         return _claim(families.decide(block, statement.modality, size),
                       expected=True, holds=f"{statement.modality} absorbable at width {size}",
                       fails=f"not {statement.modality} absorbable at width {size}")
-    decision = concrete.at_width(block, size)
+    decision, clash = concrete_decision(block, size, engine)
+    if clash:
+        return Result(ERROR, reason=clash, method="both engines")
     wanted = statement.modality != "not"
     result = _claim(decision, expected=wanted, holds=f"absorbable at width {size}",
                     fails=f"not absorbable at width {size}")
     return replace(result, extra={"decision": {"width": size,
                                                "absorbable": decision.absorbable}})
+
+
+def concrete_decision(block: Block, size: int, engine: str) -> tuple[Decision, str]:
+    """(decision, disagreement message) for 'absorbable at width size' on a concrete block."""
+    theory = concrete.at_width(block, size) if engine != "generic" else None
+    if engine == "theory" and theory is not None and theory.absorbable is not None:
+        return theory, ""
+    if engine == "theory" and not generic_engine.applies(block, size):  # "" = it applies
+        return generic_engine.at_width(block, size), ""
+    if engine == "theory":
+        assert theory is not None
+        return theory, ""
+    generic = generic_engine.at_width(block, size)
+    if engine == "generic" or theory is None:
+        return generic, ""
+    if None not in (theory.absorbable, generic.absorbable) and \
+            theory.absorbable != generic.absorbable:
+        return theory, (f"INTERNAL ERROR: the engines disagree at width {size}: theory says "
+                        f"{_said(theory)} [{theory.method}], generic says {_said(generic)} "
+                        f"[{generic.method}] (please report)")
+    return (theory if theory.absorbable is not None else generic), ""
+
+
+def _said(decision: Decision) -> str:
+    return "absorbable" if decision.absorbable else "not absorbable"
 
 
 def _claim(decision: Decision, expected: bool, holds: str, fails: str) -> Result:
@@ -56,8 +90,27 @@ def _equals(left: Block, right: Block) -> Result:
                   certificate=found.certificate)
 
 
-def _min_width(block: Block, claim: Claim) -> Result:
-    found = concrete.minimal_width(block)
+def _minimal(block: Block, engine: str) -> tuple[concrete.MinWidth, str]:
+    """The minimal width by the engine(s) asked for, and any disagreement."""
+    theory = concrete.minimal_width(block) if engine != "generic" else None
+    if engine == "theory" and theory is not None and (
+            theory.found or generic_engine.applies(block, 1)):  # a reason: does not apply
+        return theory, ""
+    value, certificate, reason = generic_engine.minimal_width(block)
+    generic = concrete.MinWidth(value is not None, value, generic_engine.method_of(block),
+                                certificate, reason)
+    if theory is None or not theory.found:
+        return (generic if generic.found or theory is None else theory), ""
+    if generic.found and engine == "both" and generic.value != theory.value:
+        return theory, (f"INTERNAL ERROR: the engines disagree on the min width: theory "
+                        f"{theory.value}, generic {generic.value} (please report)")
+    return theory, ""
+
+
+def _min_width(block: Block, claim: Claim, engine: str) -> Result:
+    found, clash = _minimal(block, engine)
+    if clash:
+        return Result(ERROR, reason=clash, method="both engines")
     if not found.found:
         return unknown(found.reason)
     shown = "none" if found.value is None else str(found.value)
@@ -67,7 +120,7 @@ def _min_width(block: Block, claim: Claim) -> Result:
                   min_width=found.value)
 
 
-def _query(block: Block, size: int) -> Result:
+def _query(block: Block, size: int, engine: str) -> Result:
     if not block.is_concrete:
         found = families.facts(block, size)
         proved = [m for m in families.MODALITIES if found.truth.get(m)]
@@ -78,8 +131,12 @@ def _query(block: Block, size: int) -> Result:
         return Result(DECIDED, verdict, ", ".join(methods),
                       certificate={"kind": "facts",
                                    "facts": {m: found.certificate[m] for m in proved}})
-    decision = concrete.at_width(block, size)
-    minimal = concrete.minimal_width(block)
+    decision, clash = concrete_decision(block, size, engine)
+    if clash:
+        return Result(ERROR, reason=clash, method="both engines")
+    minimal, clash = _minimal(block, engine)
+    if clash:
+        return Result(ERROR, reason=clash, method="both engines")
     min_width = minimal.value if minimal.found else None
     tail = ""
     if minimal.found:

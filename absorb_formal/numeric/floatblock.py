@@ -45,8 +45,17 @@ def from_block(block: Block) -> FloatBlock:
                       layers)
 
 
+def _float(value: Any) -> float:
+    """A certificate entry as a float: a rational string, or an algebraic root-of entry."""
+    if isinstance(value, str):
+        return float(Fraction(value))
+    from ..generic.polynomial import value_of
+
+    return float(value_of(value).evalf(30))
+
+
 def _array(rows: Sequence[Sequence[Any]]) -> np.ndarray:
-    return np.array([[float(Fraction(v)) for v in row] for row in rows], dtype=np.float64)
+    return np.array([[_float(v) for v in row] for row in rows], dtype=np.float64)
 
 
 def plain_from_json(block: Block, layers: Sequence[dict[str, Any]]) -> FloatBlock:

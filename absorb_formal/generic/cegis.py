@@ -1,0 +1,224 @@
+"""The generic engine for piecewise activations (relu, leaky_relu, relu^k, abs, reglu):
+counterexample-guided synthesis with z3 (MATH.md §6), from the definitions alone.
+
+Synthesis finds plain weights that match B on a finite point set (nonlinear real
+arithmetic); verification asks for an x where the candidate differs from B; its answer is
+the next point. Unsat synthesis on a point set proves non-absorbability (certificate: the
+points). For positively homogeneous σ, each neuron's input row is scaled into [−1, 1]^d
+without loss (σ(c z) = c^k σ(z), c > 0, is absorbed by the output weights).
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+from typing import Any
+
+from .. import budget
+from ..model import Block
+from ..properties import properties
+from . import encode
+
+MAX_UNKNOWNS = 8  # d = 2, m = 3 (12 unknowns) mostly runs out of time (NOTES.md)
+MAX_ROUNDS = 40
+Z3_TIMEOUT_MS = 20_000
+RLIMIT = 20_000_000
+PIECEWISE = ("relu", "leaky_relu", "relu_pow", "abs")
+
+
+def applies(block: Block) -> bool:
+    return block.activation.scalar.kind in PIECEWISE and block.depth <= 2
+
+
+def sizes_ok(block: Block, width: int) -> bool:
+    per_layer = width * block.dim * (3 if block.activation.gated else 2)
+    return per_layer * block.depth <= MAX_UNKNOWNS
+
+
+# ---- SMT-LIB text (printed here: stable bytes, one source for solving and certificates) ----
+
+def q(value: Fraction) -> str:
+    text = f"(/ {abs(value.numerator)} {value.denominator})" if value.denominator != 1 \
+        else str(abs(value.numerator))
+    return f"(- {text})" if value < 0 else text
+
+
+def _sum(terms: list[str]) -> str:
+    terms = [t for t in terms if t != "0"]
+    if not terms:
+        return "0"
+    return terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
+
+
+def _times(a: str, b: str) -> str:
+    return "0" if "0" in (a, b) else f"(* {a} {b})"
+
+
+def sigma_text(block: Block, z: str) -> str:
+    scalar = block.activation.scalar
+    kind = scalar.kind
+    if kind == "relu":
+        return f"(ite (> {z} 0) {z} 0)"
+    if kind == "leaky_relu":
+        return f"(ite (>= {z} 0) {z} (* {q(scalar.param or Fraction(0))} {z}))"
+    if kind == "abs":
+        return f"(ite (>= {z} 0) {z} (- {z}))"
+    if kind == "relu_pow":
+        return f"(ite (> {z} 0) (* {' '.join([z] * (scalar.power or 1))}) 0)"
+    raise ValueError(kind)
+
+
+def block_text(block: Block, layers: list[dict[str, list[list[str]]]], x: list[str],
+               skip: bool) -> list[str]:
+    """Output terms of the stack at x, layer entries being SMT terms (names or constants)."""
+    value = x
+    s = [[q(v) for v in row] for row in block.skip.rows()] if skip else None
+    for layer in layers:
+        pre = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
+               for row in layer["up"]]
+        if block.activation.gated:
+            gate = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
+                    for row in layer["gate"]]
+            hidden = [_times(sigma_text(block, g), h) for g, h in zip(gate, pre, strict=True)]
+        else:
+            hidden = [sigma_text(block, h) for h in pre]
+        out = [_sum([_times(a, h) for a, h in zip(row, hidden, strict=True)])
+               for row in layer["down"]]
+        if s is not None:
+            out = [_sum([o] + [_times(c, v) for c, v in zip(row, value, strict=True)])
+                   for o, row in zip(out, s, strict=True)]
+        value = out
+    return value
+
+
+def exact_layers(block: Block) -> list[dict[str, list[list[str]]]]:
+    assert block.layers is not None
+    out = []
+    for layer in block.layers:
+        entry = {"up": [[q(v) for v in r] for r in layer.up.rows],
+                 "down": [[q(v) for v in r] for r in layer.down.rows]}
+        if layer.gate is not None:
+            entry["gate"] = [[q(v) for v in r] for r in layer.gate.rows]
+        out.append(entry)
+    return out
+
+
+def box_applies(block: Block) -> bool:
+    """Row scaling is without loss when σ is H(k), k ≥ 1."""
+    k = properties(block.activation).homogeneous
+    return k is not None and k >= 1
+
+
+def synthesis_text(block: Block, width: int, points: list[tuple[Fraction, ...]]) -> str:
+    names = encode.unknown_names(width, block.dim, block.depth, block.activation.gated)
+    lines = ["(set-logic QF_NRA)"] + [f"(declare-fun {n} () Real)"
+                                      for n in encode.flat_names(names)]
+    if box_applies(block):
+        for layer in names:
+            for key in ("up", "gate"):
+                for row in layer.get(key, []):
+                    lines += [f"(assert (<= (- 1) {n} 1))" for n in row]
+    for point in points:
+        want = block.evaluate_exact(point)
+        got = block_text(block, names, [q(v) for v in point], skip=False)
+        lines += [f"(assert (= {g} {q(w)}))" for g, w in zip(got, want, strict=True)]
+    lines.append("(check-sat)")
+    return "\n".join(lines) + "\n"
+
+
+def verification_text(block: Block, witness: list[dict[str, list[list[str]]]]) -> str:
+    """∃x: P(x) ≠ B(x); unsat means P ≡ B (x in [−1, 1]^d when both are H(1))."""
+    x = [f"x{k}" for k in range(block.dim)]
+    lines = ["(set-logic QF_NRA)"] + [f"(declare-fun {v} () Real)" for v in x]
+    if _degree_one(block):
+        lines += [f"(assert (<= (- 1) {v} 1))" for v in x]
+    plain = block_text(block, witness, x, skip=False)
+    target = block_text(block, exact_layers(block), x, skip=True)
+    differs = [f"(not (= {p} {b}))" for p, b in zip(plain, target, strict=True)]
+    lines.append(f"(assert (or {' '.join(differs)}))" if len(differs) > 1 else
+                 f"(assert {differs[0]})")
+    lines.append("(check-sat)")
+    return "\n".join(lines) + "\n"
+
+
+def _degree_one(block: Block) -> bool:
+    return properties(block.activation).block_degree(block.activation.gated) == 1
+
+
+# ---- the loop -----------------------------------------------------------------------------
+
+def initial_points(dim: int) -> list[tuple[Fraction, ...]]:
+    points = []
+    for j in range(dim):
+        for s in (1, -1):
+            points.append(tuple(Fraction(s if k == j else 0) for k in range(dim)))
+    rng = random.Random(0)
+    points += [tuple(Fraction(rng.randint(-3, 3), rng.randint(1, 3)) for _ in range(dim))
+               for _ in range(2)]
+    return [p for p in dict.fromkeys(points) if any(p)]
+
+
+def _check(text: str) -> tuple[Any, Any]:
+    import z3
+
+    solver = z3.SolverFor("QF_NRA")
+    solver.set("random_seed", 0)
+    solver.set("timeout", budget.remaining_ms(Z3_TIMEOUT_MS))
+    solver.set("rlimit", RLIMIT)  # nlsat does not always honour timeouts; rlimit it does
+    solver.from_string(text)
+    return solver.check(), solver
+
+
+def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
+    """("absorbable" | "not absorbable" | "unknown", certificate, reason)."""
+    import z3
+
+    from ..checker.smt import cvc5_verdict
+
+    points = initial_points(block.dim)
+    names = encode.unknown_names(width, block.dim, block.depth, block.activation.gated)
+    for _ in range(MAX_ROUNDS):
+        text = synthesis_text(block, width, points)
+        verdict, solver = _check(text)
+        if verdict == z3.unsat:
+            stored = text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
+                                  "(set-info :status unsat)", 1)
+            return "not absorbable", {
+                "kind": "finite point set", "width": width,
+                "points": [[str(v) for v in p] for p in points],
+                "box": box_applies(block), "smtlib": stored,
+                "solvers": {"z3": "unsat", "cvc5": cvc5_verdict(text)},
+                "argument": "no plain block of this width matches B at these points"}, ""
+        if verdict != z3.sat:
+            return "unknown", {}, f"synthesis: {solver.reason_unknown()}"
+        model = solver.model()
+        exact: list[dict[str, Any]] = []
+        for layer in names:
+            entry: dict[str, Any] = {}
+            for key, rows in layer.items():
+                values = [[encode.rational_model_value(model, z3.Real(n)) for n in row]
+                          for row in rows]
+                if any(v is None for row in values for v in row):
+                    return "unknown", {}, "synthesis gave an algebraic candidate"
+                entry[key] = values
+            exact.append(entry)
+        witness = [{k: [[q(v) for v in row] for row in rows] for k, rows in layer.items()}
+                   for layer in exact]
+        check_text = verification_text(block, witness)
+        verdict, solver = _check(check_text)
+        if verdict == z3.unsat:
+            return "absorbable", {
+                "layers": [{k: [[str(v) for v in row] for row in rows]
+                            for k, rows in layer.items()} for layer in exact],
+                "smtlib": check_text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
+                                             "(set-info :status unsat)", 1),
+                "solvers": {"z3": "unsat", "cvc5": cvc5_verdict(check_text)}}, ""
+        if verdict != z3.sat:
+            return "unknown", {}, f"verification: {solver.reason_unknown()}"
+        model = solver.model()
+        point = tuple(encode.rational_model_value(model, z3.Real(f"x{k}"))
+                      for k in range(block.dim))
+        if any(v is None for v in point) or point in points:
+            return "unknown", {}, "verification gave an unusable counterexample"
+        points.append(point)  # type: ignore[arg-type]
+    return "unknown", {}, f"no decision after {MAX_ROUNDS} CEGIS rounds"

@@ -1,0 +1,106 @@
+"""The generic engine (MATH.md §6): decides from the definitions alone, and agrees with the
+theory engine wherever both answer (differential testing on random small blocks)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from absorb_formal import activations as acts
+from absorb_formal import linalg
+from absorb_formal.decide import concrete
+from absorb_formal.generic import engine
+from absorb_formal.model import Block, Layer, Matrix, Skip
+from absorb_formal.position import Pos
+from absorb_formal.properties import properties
+
+small = st.integers(-2, 2).map(Fraction)
+PIECEWISE = [acts.simple("relu"), acts.leaky_relu(Fraction(1, 2)), acts.simple("abs")]
+POLYNOMIAL = [acts.simple("identity"), acts.simple("square"),
+              acts.poly((Fraction(0), Fraction(0), Fraction(0), Fraction(1)))]
+
+
+def _block(activation, up, down, skip):
+    d, m = len(up[0]), len(up)
+    return Block("B", activation, d, m, 1, Skip(d, matrix=Matrix(skip)),
+                 (Layer(Matrix(up), Matrix(down)),), Pos(1, 1))
+
+
+@st.composite
+def small_blocks(draw):
+    activation = draw(st.sampled_from(PIECEWISE + POLYNOMIAL))
+    d = draw(st.integers(1, 2))
+    m = draw(st.integers(1, 2 if d == 2 else 3))
+    up = [[draw(small) for _ in range(d)] for _ in range(m)]
+    down = [[draw(small) for _ in range(m)] for _ in range(d)]
+    a = properties(activation).odd_linear
+    if a is not None and draw(st.booleans()):  # planted: S = −2a Σ_J d_i u_iᵀ
+        skip = linalg.zeros(d, d)
+        for i in range(m):
+            if draw(st.booleans()):
+                skip = linalg.add(skip, linalg.outer([r[i] for r in down], up[i]), -2 * a)
+    else:
+        skip = [[draw(small) for _ in range(d)] for _ in range(d)]
+    return _block(activation, up, down, skip)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_blocks(), st.integers(0, 1))
+def test_engines_agree_wherever_both_answer(block, extra):
+    size = block.width + extra
+    theory = concrete.at_width(block, size)
+    generic = engine.at_width(block, size)
+    if theory.absorbable is not None and generic.absorbable is not None:
+        assert theory.absorbable == generic.absorbable, (block, theory, generic)
+
+
+def test_generic_engine_decides_what_no_rule_does():
+    z_plus_z2 = acts.poly((Fraction(0), Fraction(1), Fraction(1)))
+    planted = _block(z_plus_z2, [[1, 0], [0, 1]], [[1, 0], [0, 2]], [[1, 0], [0, 1]])
+    assert concrete.at_width(planted, 2).absorbable is None  # no rule of §3–5
+    decision = engine.at_width(planted, 2)
+    assert decision.absorbable is True and decision.certificate["check"] == "polynomial identity"
+    random = _block(z_plus_z2, [[1, 2], [0, 1]], [[1, 0], [3, 2]], [[1, 0], [0, 1]])
+    refuted = engine.at_width(random, 2)
+    assert refuted.absorbable is False and refuted.certificate["kind"] == "Nullstellensatz"
+
+
+def test_algebraic_witnesses_are_exact():
+    cube = acts.poly((Fraction(0), Fraction(1), Fraction(0), Fraction(1)))
+    block = _block(cube, [[1]], [[1]], [[1]])
+    decision = engine.at_width(block, 1)
+    assert decision.absorbable is True
+    entries = [v for layer in decision.certificate["layers"] for rows in layer.values()
+               for row in rows for v in row]
+    assert any(isinstance(v, dict) and "root_of" in v for v in entries)
+
+
+def test_depth_two_stack_beyond_the_rules():
+    one = Matrix([[1]])
+    block = Block("D", acts.simple("relu"), 1, 1, 2, Skip(1, scale=Fraction(1)),
+                  (Layer(one, one), Layer(Matrix([[-1]]), Matrix([[Fraction(1, 2)]]))),
+                  Pos(1, 1))
+    assert concrete.at_width(block, 1).absorbable is None
+    refuted = engine.at_width(block, 1)
+    assert refuted.absorbable is False and refuted.certificate["kind"] == "finite point set"
+    assert engine.at_width(block, 2).absorbable is True
+
+
+def test_engines_disagreeing_is_an_internal_error(cli, write_spec, monkeypatch):
+    from absorb_formal.decide.decision import Decision
+
+    monkeypatch.setattr(engine, "at_width", lambda block, width: Decision(False, "fake"))
+    spec = write_spec("block R { activation relu dim 2 width 2\n"
+                      "  up = [[1, 0], [0, 1]] down = [[-1, 0], [0, -1]] }\n"
+                      "claim R is absorbable\n")
+    run = cli("--engine", "both", "--crosscheck", "0", spec)
+    assert run.code == 4 and "engines disagree" in run.out
+    assert cli("--engine", "theory", "--crosscheck", "0", spec).code == 0
+
+
+def test_too_large_for_the_generic_engine_is_unknown_with_a_reason():
+    block = _block(acts.simple("relu"), [[1, 0]] * 4, [[1] * 4, [0] * 4], [[1, 0], [0, 1]])
+    decision = engine.at_width(block, 4)
+    assert decision.absorbable is None and "too many unknowns" in decision.reason
