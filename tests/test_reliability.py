@@ -184,6 +184,18 @@ def _block(activation, up, down, skip_rows, gate=None, depth=1):
     return Block("B", activation, d, m, depth, skip, (layer,) * depth, Pos(1, 1))
 
 
+def _named(name):
+    return acts.relu_power(int(name[-1])) if name.startswith("relu^") else acts.simple(name)
+
+
+def _random_block(draw, name, skip):
+    """A random small concrete block of the named activation; skip(d, d) gives S."""
+    activation = _named(name)
+    d, m = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    gate = _matrix(draw, m, d) if activation.gated else None
+    return _block(activation, _matrix(draw, m, d), _matrix(draw, d, m), skip(d, d), gate)
+
+
 def _subset_sum(block, scale):
     """Every Σ_J d_i u_iᵀ·scale, by enumeration (the ground truth of the generic case)."""
     layer = block.layers[0]
@@ -218,12 +230,8 @@ def test_planted_absorbable_blocks_are_never_refuted(data):
 @given(st.data())
 def test_plain_blocks_absorb_themselves_for_every_activation(data):
     name = data.draw(st.sampled_from([*NEVER, "relu", "gelu", "glu", "identity"]))
-    activation = acts.relu_power(int(name[-1])) if name.startswith("relu^") else \
-        acts.simple(name)
-    d, m = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4))
-    gate = _matrix(data.draw, m, d) if activation.gated else None
-    block = _block(activation, _matrix(data.draw, m, d), _matrix(data.draw, d, m),
-                   linalg.zeros(d, d), gate)
+    block = _random_block(data.draw, name, linalg.zeros)
+    m = block.width
     assert concrete.at_width(block, m + data.draw(st.integers(0, 2))).absorbable is True
 
 
@@ -255,9 +263,7 @@ def test_perturbed_generic_blocks_match_the_papers_condition(data):
 @given(st.sampled_from(NEVER), st.integers(1, 4), st.integers(1, 6), st.integers(1, 3),
        st.integers(-2, 2).filter(bool))
 def test_never_families_are_never_called_absorbable(name, d, m, depth, scale):
-    activation = acts.relu_power(int(name[-1])) if name.startswith("relu^") else \
-        acts.simple(name)
-    block = Block("F", activation, d, m, depth, Skip(d, scale=Fraction(scale)), None,
+    block = Block("F", _named(name), d, m, depth, Skip(d, scale=Fraction(scale)), None,
                   Pos(1, 1))
     for modality, wrong in (("sometimes", True), ("always", True), ("never", False)):
         decision = families.decide(block, modality, m)
@@ -267,13 +273,8 @@ def test_never_families_are_never_called_absorbable(name, d, m, depth, scale):
 @FUZZ
 @given(st.data())
 def test_never_activations_concrete_blocks_are_never_called_absorbable(data):
-    name = data.draw(st.sampled_from(NEVER))
-    activation = acts.relu_power(int(name[-1])) if name.startswith("relu^") else \
-        acts.simple(name)
-    d, m = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4))
-    gate = _matrix(data.draw, m, d) if activation.gated else None
-    skip = [[Fraction(int(i == j)) for j in range(d)] for i in range(d)]
-    block = _block(activation, _matrix(data.draw, m, d), _matrix(data.draw, d, m), skip, gate)
+    block = _random_block(data.draw, data.draw(st.sampled_from(NEVER)),
+                          lambda d, _: linalg.identity(d))
     assert concrete.at_width(block, data.draw(st.integers(1, 8))).absorbable is not True
 
 

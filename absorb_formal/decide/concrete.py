@@ -14,7 +14,7 @@ from typing import Any
 from .. import certificates as cert
 from ..model import Block, Layer, Matrix
 from . import glu, linear, width
-from .canonical import CanonicalForm, canonical_form, ridge
+from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import Decision, undecided
 from .never import never
 
@@ -95,16 +95,10 @@ def describe(cf: CanonicalForm, choice: width.Choice, block: Block) -> str:
     index = {key: n for n, (key, _) in enumerate(cf.keys)}
     flipped = []
     for i, u in enumerate(up):
-        key, alpha = _normalised(cf, u)
+        key, alpha = normalise(u, cf.ridge.family)
         if signs[index[key]] * (1 if alpha > 0 else -1) < 0:
             flipped.append(i + 1)
     return "J = {" + ", ".join(map(str, flipped)) + "}"
-
-
-def _normalised(cf: CanonicalForm, u: tuple[Fraction, ...]) -> tuple[Any, Fraction]:
-    from .canonical import normalise
-
-    return normalise(u, cf.ridge.family)
 
 
 def depth_one(block: Block, size: int) -> Decision:
