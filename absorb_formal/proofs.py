@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import certificates as cert
+from .decide.concrete import MAX_EXACT_WEIGHTS, weight_count
 from .model import Block, Claim, Spec
 from .result import Result
 
@@ -24,8 +25,27 @@ _UMASK = os.umask(0)  # read once: mkstemp makes 0600 files, certificates are or
 os.umask(_UMASK)
 
 
+def _digest(block: Block) -> dict[str, Any]:
+    """Weights too many to embed (beyond the exact-work limit): their SHA-256 and count.
+    Only never-proofs, which read no weight, are ever issued for such blocks."""
+    import hashlib
+
+    assert block.layers is not None
+    h = hashlib.sha256()
+    for layer in block.layers:
+        for matrix in (layer.gate, layer.up, layer.down):
+            if matrix is not None:
+                h.update(repr(matrix.shape).encode())
+                h.update(matrix.floats.tobytes())
+    return {"sha256": h.hexdigest(), "weights": weight_count(block)}
+
+
 def block_json(block: Block) -> dict[str, Any]:
     scalar = block.activation.scalar
+    if block.layers is not None and weight_count(block) > MAX_EXACT_WEIGHTS:
+        layers: Any = _digest(block)
+    else:
+        layers = None if block.layers is None else cert.layers(block.layers)
     return {
         "name": block.name,
         "activation": {"name": block.activation.name, "kind": scalar.kind,
@@ -35,7 +55,7 @@ def block_json(block: Block) -> dict[str, Any]:
         "dim": block.dim, "width": block.width, "depth": block.depth,
         "skip": ({"matrix": cert.matrix(block.skip.matrix.rows)} if block.skip.matrix is not None
                  else {"scale": cert.q(block.skip.scale or 0)}),
-        "layers": None if block.layers is None else cert.layers(block.layers),
+        "layers": layers,
     }
 
 

@@ -283,3 +283,25 @@ def test_certificates_are_written_atomically(cli, tmp_path, path):
     out = tmp_path / "out"
     assert cli("--certificates", out, "--crosscheck", "0", path).code in (0, 1, 3)
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_certificates_of_huge_blocks_carry_a_digest_not_the_weights(cli, tmp_path,
+                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(1)
+    arrays = {k: rng.normal(size=(400, 400)).astype(np.float32) for k in ("g", "u", "d")}
+    np.savez("w.npz", **arrays)
+    spec = tmp_path / "w.mlp"
+    spec.write_text("""block W { activation swiglu dim 400 width 400
+  gate = load("w.npz", "g") up = load("w.npz", "u") down = load("w.npz", "d") }
+claim W is not absorbable
+""")
+    assert cli("--crosscheck", "0", "--certificates", "out", "w.mlp").code == 0
+    stored = tmp_path / "out" / "w.mlp.3.json"
+    assert stored.stat().st_size < 5000
+    assert '"sha256"' in stored.read_text()
+    assert cli("check", "out").code == 0
+    arrays["u"][0, 0] += 1
+    np.savez("w.npz", **arrays)
+    run = cli("check", "out")
+    assert run.code == 1 and "stale" in run.out
