@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 import pytest
 
 from absorb_formal.decide import decide
 from absorb_formal.language import load_file
-from absorb_formal.model import Layer, Matrix
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.floatblock import plain_from_json
 from absorb_formal.result import PROVED, REFUTED
@@ -18,14 +15,6 @@ from absorb_formal.result import PROVED, REFUTED
 from .conftest import CORPUS, example_files
 
 SPECS = sorted(CORPUS.rglob("*.mlp")) + example_files()
-
-
-def _layers(data: list[dict]) -> tuple[Layer, ...]:
-    def m(rows):
-        return Matrix([[Fraction(v) for v in row] for row in rows])
-
-    return tuple(Layer(m(d["up"]), m(d["down"]), m(d["gate"]) if "gate" in d else None)
-                 for d in data)
 
 
 def _witnesses(certificate) -> list[dict]:

@@ -196,6 +196,17 @@ def _random_block(draw, name, skip):
     return _block(activation, _matrix(draw, m, d), _matrix(draw, d, m), skip(d, d), gate)
 
 
+def _planted_skip(draw, activation, up, down):
+    """S = −2a Σ_{i∈J} d_i u_iᵀ for a random J: J is then a valid index set (MATH.md §4)."""
+    a = properties(activation).odd_linear
+    d = len(down)
+    skip = linalg.zeros(d, d)
+    for i in range(len(up)):
+        if draw(st.booleans()):
+            skip = linalg.add(skip, linalg.outer([r[i] for r in down], up[i]), -2 * a)
+    return skip
+
+
 def _subset_sum(block, scale):
     """Every Σ_J d_i u_iᵀ·scale, by enumeration (the ground truth of the generic case)."""
     layer = block.layers[0]
@@ -216,12 +227,7 @@ def test_planted_absorbable_blocks_are_never_refuted(data):
     activation = data.draw(st.sampled_from(RIDGE))
     d, m = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 5))
     up, down = _matrix(data.draw, m, d), _matrix(data.draw, d, m)
-    a = properties(activation).odd_linear
-    chosen = [i for i in range(m) if data.draw(st.booleans())]
-    skip = linalg.zeros(d, d)
-    for i in chosen:  # S = −2a Σ_J d_i u_iᵀ: J is a valid index set
-        skip = linalg.add(skip, linalg.outer([r[i] for r in down], up[i]), -2 * a)
-    block = _block(activation, up, down, skip)
+    block = _block(activation, up, down, _planted_skip(data.draw, activation, up, down))
     assert concrete.at_width(block, m).absorbable is True
     assert concrete.minimal_width(block).value <= m
 
@@ -244,10 +250,7 @@ def test_perturbed_generic_blocks_match_the_papers_condition(data):
     d, m = data.draw(st.integers(2, 3)), data.draw(st.integers(1, 4))
     up, down = _matrix(data.draw, m, d), _matrix(data.draw, d, m)
     a = properties(activation).odd_linear
-    chosen = [i for i in range(m) if data.draw(st.booleans())]
-    skip = linalg.zeros(d, d)
-    for i in chosen:
-        skip = linalg.add(skip, linalg.outer([r[i] for r in down], up[i]), -2 * a)
+    skip = _planted_skip(data.draw, activation, up, down)
     bump = [[Fraction(data.draw(st.integers(-1, 1)), 10**6) for _ in range(d)] for _ in range(d)]
     block = _block(activation, up, down, linalg.add(skip, bump))
     from absorb_formal.decide.canonical import canonical_form
