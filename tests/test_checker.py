@@ -212,6 +212,7 @@ CORRUPTIONS = [
     ("subset search", "enumeration", corrupt_basis),
     ("subset search", "sign enumeration", corrupt_basis),
     ("subset search", "smt", corrupt_smt),
+    ("subset search", "cp-sat", corrupt_basis),
     ("subset search", "width search", corrupt_case),
     ("subset search", "key count", corrupt_key_count),
     ("minimal width", None, corrupt_width),
@@ -302,3 +303,16 @@ def test_an_algebraic_witness_with_the_wrong_root_is_caught():
     broken = copy.deepcopy(doc)
     corrupt_root_index(broken["certificate"])
     assert broken != doc and verify(broken).status == "invalid"
+
+
+def test_cpsat_refutation_is_re_solved_by_the_checker():
+    """The cp-sat certificate carries no numbers: its teeth are the checker's own re-solve."""
+    from fractions import Fraction as F
+
+    from absorb_formal.checker.verify import Invalid, subset_refutation
+
+    terms = [((F(2 * k),),) for k in range(1, 31)]
+    ref = {"kind": "subset search", "method": "cp-sat"}
+    subset_refutation(terms, ((F(61),),), ref)  # odd target, even terms: infeasible
+    with pytest.raises(Invalid, match="CP-SAT"):
+        subset_refutation(terms, ((F(62),),), ref)

@@ -52,3 +52,22 @@ def subset_unsat(columns: list[tuple[Fraction, ...]], target: tuple[Fraction, ..
                  if col[i] != 0]
         solver.add((z3.Sum(terms) if terms else z3.IntVal(0)) == int(goal * scale))
     return solver.check() == z3.unsat
+
+
+def subset_infeasible_cpsat(columns: list[tuple[Fraction, ...]],
+                            target: tuple[Fraction, ...]) -> bool:
+    """No 0/1 vector c has Σ c_j columns_j = target: CP-SAT on the checker's own encoding
+    (integer variables in [0, 1], each equation cleared of denominators by its lcm)."""
+    from ortools.sat.python import cp_model
+
+    model = cp_model.CpModel()
+    bits = [model.new_int_var(0, 1, f"c{j}") for j in range(len(columns))]
+    for i, goal in enumerate(target):
+        row = [col[i] for col in columns]
+        scale = lcm(goal.denominator, *(v.denominator for v in row))
+        model.add(cp_model.LinearExpr.weighted_sum(bits, [int(v * scale) for v in row])
+                  == int(goal * scale))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = TIMEOUT_MS / 1000
+    solver.parameters.num_workers = 1
+    return solver.solve(model) == cp_model.INFEASIBLE
