@@ -38,6 +38,25 @@ def stale(doc: dict[str, Any]) -> str:
     return ""
 
 
+def digest_weights(doc: dict[str, Any]) -> dict[str, Any]:
+    """Float arrays, from the spec, of the blocks the document stores only by digest (the
+    checker authenticates them against that digest)."""
+    from .language import SpecError, load_file
+    from .proofs import float_layers
+
+    wanted = [name for name, b in doc.get("blocks", {}).items()
+              if isinstance(b, dict) and isinstance(b.get("layers"), dict)]
+    path = Path(str(doc.get("spec", "")))
+    if not wanted or not path.is_file():
+        return {}
+    try:
+        spec = load_file(path)
+    except SpecError:
+        return {}
+    return {name: float_layers(spec.blocks[name]) for name in wanted
+            if name in spec.blocks and spec.blocks[name].layers is not None}
+
+
 def check_document(path: Path) -> tuple[Verdict, str]:
     """(verdict, statement) for one certificate file."""
     try:
@@ -45,7 +64,7 @@ def check_document(path: Path) -> tuple[Verdict, str]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         return Verdict("invalid", f"unreadable certificate: {error}"), ""
     statement = str(doc.get("statement", "")) if isinstance(doc, dict) else ""
-    verdict = verify(doc)
+    verdict = verify(doc, digest_weights(doc) if isinstance(doc, dict) else None)
     if verdict.status != "invalid":
         why = stale(doc)
         if why:

@@ -27,17 +27,19 @@ os.umask(_UMASK)
 
 def _digest(block: Block) -> dict[str, Any]:
     """Weights too many to embed (beyond the exact-work limit): their SHA-256 and count.
-    Only never-proofs, which read no weight, are ever issued for such blocks."""
-    import hashlib
+    Certificates for such blocks read no weight (never-rules) or read them from arrays the
+    checker authenticates by this digest (modular rank)."""
+    from .checker.modular import digest
 
+    return {"sha256": digest(float_layers(block)), "weights": weight_count(block)}
+
+
+def float_layers(block: Block) -> list[dict[str, Any]]:
+    """Each layer's matrices as float64 arrays (exact for loaded float weights)."""
     assert block.layers is not None
-    h = hashlib.sha256()
-    for layer in block.layers:
-        for matrix in (layer.gate, layer.up, layer.down):
-            if matrix is not None:
-                h.update(repr(matrix.shape).encode())
-                h.update(matrix.floats.tobytes())
-    return {"sha256": h.hexdigest(), "weights": weight_count(block)}
+    return [{name: m.floats for name, m in
+             (("gate", layer.gate), ("up", layer.up), ("down", layer.down)) if m is not None}
+            for layer in block.layers]
 
 
 def block_json(block: Block) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from . import exact, forms, generic, lemmas, smt
+from . import exact, forms, generic, lemmas, modular, smt
 from .exact import Rows, q
 
 FORMAT = "absorb_formal certificate 1"
@@ -38,16 +38,18 @@ def require(condition: bool, reason: str) -> None:
         raise Invalid(reason)
 
 
-def verify(doc: Any) -> Verdict:
+def verify(doc: Any, weights: dict[str, modular.Arrays] | None = None) -> Verdict:
+    """Check one document. `weights`: float arrays of blocks too large to embed (by block
+    name), authenticated against the SHA-256 the document stores."""
     try:
-        return _verify(doc)
-    except (Invalid, generic.Invalid) as error:
+        return _verify(doc, weights or {})
+    except (Invalid, generic.Invalid, modular.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError) as e:
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
 
 
-def _verify(doc: Any) -> Verdict:
+def _verify(doc: Any, weights: dict[str, modular.Arrays]) -> Verdict:
     require(isinstance(doc, dict) and doc.get("format") == FORMAT, "not a certificate document")
     claim, outcome, certificate = doc["claim"], doc["outcome"], doc["certificate"]
     if outcome == "unknown":
@@ -62,6 +64,8 @@ def _verify(doc: Any) -> Verdict:
     if kind == "absorbable":
         if proved == (claim["modality"] == ""):
             absorbable(block, width, certificate)
+        elif certificate.get("kind") == "modular rank":
+            _modular_rank(block, width, certificate, weights.get(claim["block"]))
         else:
             not_absorbable(block, width, certificate)
     elif kind == "family":
@@ -202,6 +206,16 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
             generic.infeasible(block, int(cert["width"]), cert)
     else:
         raise Invalid(f"a {kind!r} certificate cannot show non-absorbability")
+
+
+def _modular_rank(block: dict[str, Any], width: int, cert: dict[str, Any],
+                  arrays: modular.Arrays | None) -> None:
+    require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
+    require(_family(block)[0] in ("relu", "analytic"), "modular rank needs an O(a)+N σ")
+    stored = block["layers"]
+    require(isinstance(stored, dict), "modular rank is issued for blocks stored by digest")
+    layers = modular.authenticate(stored, arrays)
+    modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
 
 
 def _degree(block: dict[str, Any], cert: dict[str, Any]) -> int:
@@ -358,6 +372,9 @@ def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> N
         text = ref["smtlib"]
         require(smt.z3_verdict(text) == "unsat", "z3 does not confirm the stored SMT-LIB")
         require(smt.cvc5_verdict(text) == "unsat", "cvc5 does not confirm the stored SMT-LIB")
+    elif method == "cp-sat":
+        require(smt.subset_infeasible_cpsat(columns, goal),
+                "CP-SAT does not confirm infeasibility (checker's own encoding)")
     else:
         raise Invalid(f"unknown subset refutation {kind!r}/{method!r}")
 

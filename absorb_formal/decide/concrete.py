@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import certificates as cert
 from ..model import Block, Layer, Matrix
-from . import glu, linear, width
+from . import glu, linear, modular, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import Decision, undecided
 from .never import never
@@ -33,7 +33,8 @@ def too_large(block: Block) -> str:
     n = weight_count(block)
     if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
         return ""
-    return (f"the block has {n} weights; exact decisions other than the never-rules are "
+    return (f"the block has {n} weights; exact decisions other than the never-rules and the "
+            f"generic-case modular rank (MATH.md §7) are "
             f"limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the claim about "
             "the family (drop the weights)")
 
@@ -156,7 +157,8 @@ def at_width(block: Block, size: int) -> Decision:
         if rule is not None:
             return rule
     if large:
-        return undecided(large)
+        generic_case = modular.decide(block, size)
+        return generic_case if generic_case is not None else undecided(large)
     if block.depth == 1:
         return depth_one(block, size)
     return stacked(block, size)

@@ -1,0 +1,133 @@
+"""Large float-derived blocks in the generic case: the modular-rank certificate (MATH.md §7).
+
+At its own width m, a depth-1 O(a)+N block whose m neurons sit alone on m distinct live keys
+is absorbable iff `Σ_{i∈J} d_i u_iᵀ = −S/(2a)` for some J (§4, the paper's generic case).
+If the m + 1 vectors vec(d_i u_iᵀ) and vec(S) are linearly independent over Q, S is outside
+the span of the terms and no J exists. Independence follows from one non-zero (m+1)-minor
+of the matrix [vec(d_i u_iᵀ) | vec(S)], and a minor that is non-zero modulo a prime p is
+non-zero over Q (every float is a dyadic rational; 2 is invertible mod an odd p).
+
+The exact work is proportional to what the argument reads: m + 1 coordinates on a k×k grid
+(k = ⌈√(m+1)⌉ rows of D, k columns of U), two columns of U for the distinct-keys test, and
+one determinant over Z/p (python-flint's nmod_mat). Nothing else of the block is converted.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import isqrt
+from typing import Any
+
+import numpy as np
+
+from ..model import Block
+from .canonical import ridge
+from .decision import Decision
+
+METHOD = "§4 generic case + modular rank"
+PRIME = 2_147_483_647  # 2^31 − 1: residues multiply within int64
+GRID_OFFSETS = 3
+KEY_COLUMN_PAIRS = 6
+
+
+def decide(block: Block, size: int) -> Decision | None:
+    """Not absorbable at the block's own width, by the modular-rank certificate, or None."""
+    if (block.depth != 1 or size != block.width or block.layers is None
+            or block.activation.gated or ridge(block.activation) is None):
+        return None
+    layer = block.layers[0]
+    up, down = layer.up.floats, layer.down.floats
+    m, d = up.shape
+    k = isqrt(m) + 1  # ⌈√(m+1)⌉
+    if k > d:
+        return None  # m + 1 > d²: the terms and S cannot be independent
+    columns = _distinct_key_columns(up)
+    if columns is None:
+        return None
+    skip = _skip_residues(block, d)
+    if skip is None:
+        return None
+    for offset in range(GRID_OFFSETS):
+        rows_, cols_ = _grid(offset, k, d)
+        det = _minor(up, down, skip, rows_, cols_, m)
+        if det != 0:
+            return Decision(False, METHOD, {
+                "kind": "modular rank", "rule": "§4 generic case", "prime": PRIME,
+                "rows": rows_, "cols": cols_, "det_mod_p": det,
+                "key_columns": list(columns),
+                "argument": "the m keys are distinct lines (pairwise different ratios "
+                            "u[c0]:u[c1]), so at width m the block is absorbable iff a subset "
+                            "of the d_i u_i^T sums to -S/(2a); the (m+1)-minor of "
+                            "[vec(d_i u_i^T) | vec(S)] on the first m+1 coordinates of "
+                            "rows x cols is non-zero mod p, so vec(S) is outside their span"},
+                detail=f"{m} distinct keys; an ({m + 1})-minor is {det} mod {PRIME}")
+    return None
+
+
+def _grid(offset: int, k: int, d: int) -> tuple[list[int], list[int]]:
+    picked = [(offset + i) % d for i in range(k)]
+    return picked, picked
+
+
+def residues(values: np.ndarray, p: int = PRIME) -> np.ndarray:
+    """Exact residues mod p of float64 values: x = M·2^(e−53) with M an integer."""
+    mantissa, exponent = np.frexp(values)
+    whole = (mantissa * 2.0**53).astype(np.int64) % p
+    shifts = exponent.astype(np.int64) - 53
+    powers = {int(s): pow(2, int(s) % (p - 1), p) for s in np.unique(shifts)}
+    scale = np.vectorize(powers.__getitem__, otypes=[np.int64])(shifts) if shifts.size else shifts
+    return (whole * scale) % p
+
+
+def _skip_residues(block: Block, d: int) -> np.ndarray | None:
+    def res(x: Fraction) -> int | None:
+        if x.denominator % PRIME == 0:
+            return None
+        return x.numerator * pow(x.denominator, -1, PRIME) % PRIME
+
+    if block.skip.matrix is not None:
+        grid = [[res(x) for x in row] for row in block.skip.matrix.rows]
+        if any(v is None for row in grid for v in row):
+            return None
+        return np.array(grid, dtype=np.int64)
+    value = res(Fraction(block.skip.scale or 0))
+    return None if value is None else np.eye(d, dtype=np.int64) * value
+
+
+def _minor(up: np.ndarray, down: np.ndarray, skip: np.ndarray, rows_: list[int],
+           cols_: list[int], m: int) -> int:
+    """det mod p of the (m+1)×(m+1) matrix: coordinate (r, c) ↦ (d_i[r]·u_i[c] …, S[r, c])."""
+    import flint
+
+    coords = [(r, c) for r in rows_ for c in cols_][: m + 1]
+    r_idx = np.array([r for r, _ in coords])
+    c_idx = np.array([c for _, c in coords])
+    d_res = residues(down[rows_, :])  # k × m
+    u_res = residues(up[:, cols_])  # m × k
+    where_r = {r: n for n, r in enumerate(rows_)}
+    where_c = {c: n for n, c in enumerate(cols_)}
+    left = d_res[[where_r[r] for r in r_idx], :]  # (m+1) × m
+    right = u_res[:, [where_c[c] for c in c_idx]].T  # (m+1) × m
+    matrix = np.empty((m + 1, m + 1), dtype=np.int64)
+    matrix[:, :m] = (left * right) % PRIME
+    matrix[:, m] = skip[r_idx, c_idx]
+    return int(flint.nmod_mat(matrix.tolist(), PRIME).det())
+
+
+def _distinct_key_columns(up: np.ndarray) -> tuple[int, int] | None:
+    """Two columns c0, c1 on which every row's ratio u[c0]:u[c1] is defined and different:
+    then no two rows are parallel, so each neuron is alone on its key (both families)."""
+    d = up.shape[1]
+    pairs = [(a, b) for a in range(d) for b in range(a + 1, d)][:KEY_COLUMN_PAIRS]
+    for c0, c1 in pairs:
+        seen: set[Any] = set()
+        for x, y in zip(up[:, c0].tolist(), up[:, c1].tolist(), strict=True):
+            if x == 0 and y == 0:
+                break
+            ratio = Fraction(x) / Fraction(y) if y != 0 else "inf"
+            if ratio in seen:
+                break
+            seen.add(ratio)
+        else:
+            return c0, c1
+    return None

@@ -1,0 +1,135 @@
+"""Blocks beyond the exact-work limit: the generic-case modular-rank certificate (MATH.md §7),
+issued from loaded float weights and re-checked from arrays authenticated by SHA-256."""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from absorb_formal.check import check_document
+from absorb_formal.checker import verify
+from absorb_formal.decide.modular import PRIME, residues
+
+D, M = 256, 512  # 2·256·512 = 262,144 weights: just past the 250,000 exact-work limit
+
+SPEC = """block Big {{
+    activation {act}
+    dim {d}  width {m}  skip {skip}
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+claim Big is not absorbable
+"""
+
+
+def big(tmp_path, act="relu", skip="identity", parallel=False, seed=0):
+    rng = np.random.default_rng(seed)
+    up = (rng.standard_normal((M, D)) * 0.05).astype(np.float32)
+    down = (rng.standard_normal((D, M)) * 0.05).astype(np.float32)
+    if parallel:
+        up[1] = 2 * up[0]  # two neurons on one line: not the generic case
+    np.savez(tmp_path / "w.npz", up=up, down=down)
+    spec = tmp_path / "big.mlp"
+    spec.write_text(SPEC.format(act=act, d=D, m=M, skip=skip), encoding="utf-8")
+    return spec
+
+
+@pytest.fixture
+def certified(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = big(tmp_path)
+    run = cli("--crosscheck", "0", "--certificates", "certs", "--json", spec.name)
+    assert run.code == 0, run.out + run.err
+    path = tmp_path / "certs" / "big.mlp.7.json"
+    return path, json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_large_generic_relu_block_is_refuted_with_a_modular_rank(certified, cli):
+    path, doc = certified
+    assert doc["outcome"] == "proved"
+    assert doc["certificate"]["kind"] == "modular rank"
+    assert set(doc["blocks"]["Big"]["layers"]) == {"sha256", "weights"}
+    run = cli("check", path)
+    assert run.code == 0 and ": valid:" in run.out, run.out
+
+
+def test_without_the_weights_the_certificate_cannot_be_checked(certified):
+    _, doc = certified
+    verdict = verify(doc)
+    assert verdict.status == "invalid" and "weights are not embedded" in verdict.reason
+
+
+def test_changed_weight_files_are_caught(certified, tmp_path):
+    path, _ = certified
+    with np.load(tmp_path / "w.npz") as z:
+        up, down = z["up"].copy(), z["down"].copy()
+    down[0, 0] += 1
+    np.savez(tmp_path / "w.npz", up=up, down=down)
+    verdict, _ = check_document(path)
+    assert verdict.status == "invalid" and "SHA-256" in verdict.reason
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), [
+    ("det_mod_p", 12345, "stored determinant"),
+    ("prime", PRIME - 1, "not an odd prime"),
+    ("rows", [0, 0, 1], "distinct coordinates"),
+    ("key_columns", [0, 0], "same ratio"),
+])
+def test_corrupted_modular_certificates_are_rejected(certified, field, value, reason):
+    path, doc = certified
+    weights = {"Big": _arrays(path.parent.parent / "w.npz")}
+    assert verify(doc, weights).status == "valid"
+    broken = copy.deepcopy(doc)
+    broken["certificate"][field] = value
+    verdict = verify(broken, weights)
+    assert verdict.status == "invalid" and reason in verdict.reason, verdict.reason
+
+
+def test_a_skip_inside_the_span_gives_a_zero_minor(certified):
+    """S = 0 makes the last column 0: the checker must refuse the certificate."""
+    path, doc = certified
+    broken = copy.deepcopy(doc)
+    broken["blocks"]["Big"]["skip"] = {"scale": "0"}
+    verdict = verify(broken, {"Big": _arrays(path.parent.parent / "w.npz")})
+    assert verdict.status == "invalid" and "0 mod p" in verdict.reason
+
+
+def test_non_generic_large_blocks_stay_unknown(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = big(tmp_path, parallel=True)
+    run = cli("--crosscheck", "0", "--json", spec.name)
+    [result] = run.json()["files"][0]["results"]
+    assert result["outcome"] == "unknown"
+    assert "250000" in result["reason"]
+
+
+def test_gelu_large_blocks_get_the_same_certificate(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = big(tmp_path, act="gelu", skip="2")
+    run = cli("--crosscheck", "0", "--certificates", "certs", spec.name)
+    assert run.code == 0 and "modular rank" in run.out, run.out
+    verdict, _ = check_document(tmp_path / "certs" / "big.mlp.7.json")
+    assert verdict.status == "valid", verdict.reason
+
+
+def _arrays(npz):
+    with np.load(npz) as z:
+        return [{"up": z["up"].astype(np.float64), "down": z["down"].astype(np.float64)}]
+
+
+floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@given(st.lists(floats, min_size=1, max_size=20))
+def test_vectorised_residues_are_the_exact_ones(values):
+    got = residues(np.array(values, dtype=np.float64)).tolist()
+    want = [Fraction(x).numerator * pow(Fraction(x).denominator, -1, PRIME) % PRIME
+            for x in values]
+    assert got == want
+
