@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_theory import random_block  # noqa: E402
+from instances import absorb_block  # noqa: E402
 
 from absorb_formal import activations as acts  # noqa: E402
 from absorb_formal.decide import concrete  # noqa: E402
@@ -60,7 +60,7 @@ def fit_rate(instances: int) -> list[str]:
     for d, m in ((2, 4), (2, 8), (3, 6), (4, 8)):
         found, times = 0, []
         for seed in range(instances):
-            block = random_block(d, m, 100 + seed, planted=True)
+            block = absorb_block("relu", d, m, 100 + seed, planted=True)
             assert concrete.at_width(block, m).absorbable
             start = time.perf_counter()
             error, _ = search(block, m, 8, engine, seed=seed)
