@@ -17,8 +17,12 @@ Vec = tuple[Fraction, ...]
 ZERO = Fraction(0)
 
 
-def _q(x: Fraction | int) -> flint.fmpq:
+def _q(x: Fraction | int) -> flint.fmpq | int:
+    if type(x) is int:
+        return x
     x = Fraction(x)
+    if x.denominator == 1:
+        return x.numerator  # flint takes ints directly: a third of the conversion cost
     return flint.fmpq(x.numerator, x.denominator)
 
 
@@ -55,9 +59,20 @@ def transpose(rows: Sequence[Sequence[Fraction]]) -> Rows:
 
 
 def matmul(a: Sequence[Sequence[Fraction]], b: Sequence[Sequence[Fraction]]) -> Rows:
-    cols = transpose(b)
-    return tuple(tuple(sum((x * y for x, y in zip(row, col, strict=True)), ZERO)
-                       for col in cols) for row in a)
+    """a·b, multiplied by flint (Fraction sums cost 10-100× more at d = 16, m = 256)."""
+    if not a or not b or not b[0]:
+        return tuple(tuple(ZERO for _ in (b[0] if b else ())) for _ in a)
+    return from_flint(to_flint(a) * to_flint(b))
+
+
+def sum_of_outers(left: Sequence[Sequence[Fraction]], right: Sequence[Sequence[Fraction]],
+                  scales: Sequence[Fraction]) -> Rows:
+    """Σ_ℓ scales_ℓ · left_ℓ right_ℓᵀ (left_ℓ, right_ℓ as sequences), as one product."""
+    if not left:
+        return ()
+    columns = transpose([tuple(c * x for x in vec) for c, vec in zip(scales, left,
+                                                                      strict=True)])
+    return matmul(columns, right)
 
 
 def add(a: Sequence[Sequence[Fraction]], b: Sequence[Sequence[Fraction]],
@@ -105,6 +120,26 @@ def _kernel(reduced: Rows, pivots: list[int], ncols: int) -> list[Vec]:
     return basis
 
 
+def particular(columns: Sequence[Vec], target: Vec) -> Vec | None:
+    """One c with Σ c_j columns_j = target, or None; reads only the RREF's last column (the
+    generic engine's cofactor systems have ~300k entries: converting all of them back to
+    Fractions cost more than the elimination)."""
+    n, q = len(target), len(columns)
+    augmented = [tuple(columns[j][i] for j in range(q)) + (target[i],) for i in range(n)]
+    if not augmented:
+        return tuple(ZERO for _ in range(q))
+    reduced, rank = to_flint(augmented).rref()
+    c = [ZERO] * q
+    pivot = -1
+    for i in range(int(rank)):  # pivots increase along the rows
+        pivot = next(j for j in range(pivot + 1, q + 1) if reduced[i, j] != 0)
+        if pivot == q:
+            return None
+        value = reduced[i, q]
+        c[pivot] = Fraction(int(value.p), int(value.q))
+    return tuple(c)
+
+
 def solve_affine(columns: Sequence[Vec], target: Vec) -> tuple[Vec | None, list[Vec]]:
     """All c with Σ c_j columns_j = target: (particular solution or None, nullspace basis)."""
     n = len(target)
@@ -132,6 +167,39 @@ def separating_vector(columns: Sequence[Vec], target: Vec) -> Vec | None:
         if dot(y, target) != 0:
             return y
     return None
+
+
+PRIME = 2_147_483_647  # 2^31 − 1
+
+
+def quick_separation(columns: Sequence[Vec], target: Vec) -> Vec | None:
+    """A separating y (y·column = 0 for every column, y·target = 1) when the columns and the
+    target are independent modulo a prime — then they are independent over Q as well.
+
+    The exact work is one square solve on q+1 coordinates picked modulo p (d = 16, m = 128:
+    0.05 s instead of a 1.1 s rational nullspace). None when the test does not apply."""
+    n, q = len(target), len(columns)
+    if q + 1 > n:
+        return None
+    rows = [tuple(col[i] for col in columns) + (target[i],) for i in range(n)]
+    if any(x.denominator % PRIME == 0 for row in rows for x in row):
+        return None
+    mod = flint.nmod_mat(q + 1, n, [x.numerator * pow(x.denominator, -1, PRIME) % PRIME
+                                    for j in range(q + 1) for x in (r[j] for r in rows)],
+                         PRIME)
+    reduced, rank = mod.rref()
+    if rank < q + 1:
+        return None
+    picked = [next(i for i in range(n) if int(reduced[r, i]) != 0) for r in range(q + 1)]
+    square = to_flint([rows[i] for i in picked]).transpose()  # (q+1) × (q+1), invertible
+    rhs = flint.fmpq_mat(q + 1, 1, [0] * q + [1])
+    solution = [Fraction(int(v.p), int(v.q)) for v in square.solve(rhs).entries()]
+    y = [ZERO] * n
+    for i, value in zip(picked, solution, strict=True):
+        y[i] = value
+    y_vec = tuple(y)
+    assert all(dot(y_vec, col) == 0 for col in columns) and dot(y_vec, target) == 1
+    return y_vec
 
 
 def dot(x: Sequence[Fraction], y: Sequence[Fraction]) -> Fraction:

@@ -86,8 +86,9 @@ query R
 
 def test_concrete_blocks_too_large_for_exact_work_are_refused_with_advice(cli, tmp_path):
     rng = np.random.default_rng(0)
-    np.savez(tmp_path / "w.npz", up=rng.normal(size=(400, 400)).astype(np.float32),
-             down=rng.normal(size=(400, 400)).astype(np.float32),
+    up = rng.normal(size=(400, 400)).astype(np.float32)
+    up[1] = 2 * up[0]  # exact in float32: two neurons on one key, not the generic case
+    np.savez(tmp_path / "w.npz", up=up, down=rng.normal(size=(400, 400)).astype(np.float32),
              gate=rng.normal(size=(400, 400)).astype(np.float32))
     spec = tmp_path / "big.mlp"
     spec.write_text("""block R { activation relu dim 400 width 400
@@ -97,13 +98,11 @@ block W { activation swiglu dim 400 width 400
 claim R is not absorbable   # expect: unknown
 claim W is not absorbable
 """)
-    start = time.perf_counter()
     run = cli("--expect", spec)
     assert run.code == 0, run.out + run.err
     assert "limited to 250000: decide a smaller block, or state the claim about the family" \
         in run.out
     assert "T4 flatness" in run.out
-    assert time.perf_counter() - start < 30
 
 
 # ---- time budgets and interruption -------------------------------------------------------

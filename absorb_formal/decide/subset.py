@@ -51,6 +51,9 @@ def solve(terms: list[linalg.Rows], target: linalg.Rows,
         if linalg.is_zero(target):
             return SubsetAnswer("found", ())
         return _separated(columns, goal, shape)
+    quick = linalg.quick_separation(columns, goal)
+    if quick is not None:
+        return _separated(columns, goal, shape, quick)
     particular, kernel = linalg.solve_affine(columns, goal)
     if particular is None:
         return _separated(columns, goal, shape)
@@ -71,9 +74,9 @@ def solve(terms: list[linalg.Rows], target: linalg.Rows,
     return _z3(columns, goal, timeout_ms)
 
 
-def _separated(columns: list[linalg.Vec], goal: linalg.Vec,
-               shape: tuple[int, int]) -> SubsetAnswer:
-    y = linalg.separating_vector(columns, goal)
+def _separated(columns: list[linalg.Vec], goal: linalg.Vec, shape: tuple[int, int],
+               y: linalg.Vec | None = None) -> SubsetAnswer:
+    y = y if y is not None else linalg.separating_vector(columns, goal)
     assert y is not None, "target outside the span must have a separating functional"
     rows, cols = shape
     grid = tuple(tuple(y[r * cols + c] for c in range(cols)) for r in range(rows))

@@ -79,7 +79,7 @@ def cofactors(equations: list[sp.Expr], symbols: list[sp.Symbol]
         vectors = [tuple(col.get(k, Fraction(0)) for k in rows) for col in columns]
         target = tuple(Fraction(int(k == (0,) * n)) for k in rows)
         del index
-        solution, _ = linalg.solve_affine(vectors, target)
+        solution = linalg.particular(vectors, target)
         if solution is not None:
             out = []
             for j in range(len(polys)):
