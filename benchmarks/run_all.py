@@ -57,6 +57,9 @@ def main() -> int:
                              "figures of the last full run) without measuring again")
     args = parser.parse_args()
     if args.render_only:
+        if not CACHE.is_file():
+            log(f"no {CACHE} yet: run without --render-only first")
+            return 2
         data = pickle.loads(CACHE.read_bytes())
     else:
         data = measure(args.seeds)
