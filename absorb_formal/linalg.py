@@ -169,7 +169,14 @@ def separating_vector(columns: Sequence[Vec], target: Vec) -> Vec | None:
     return None
 
 
-PRIME = 2_147_483_647  # 2^31 − 1
+PRIME = 2_147_483_647  # 2^31 − 1: residues multiply within int64
+
+
+def residue(x: Fraction, p: int = PRIME) -> int | None:
+    """x mod p (x's denominator inverted), or None when p divides the denominator."""
+    if x.denominator % p == 0:
+        return None
+    return x.numerator * pow(x.denominator, -1, p) % p
 
 
 def quick_separation(columns: Sequence[Vec], target: Vec) -> Vec | None:
@@ -182,11 +189,11 @@ def quick_separation(columns: Sequence[Vec], target: Vec) -> Vec | None:
     if q + 1 > n:
         return None
     rows = [tuple(col[i] for col in columns) + (target[i],) for i in range(n)]
-    if any(x.denominator % PRIME == 0 for row in rows for x in row):
+    found = [residue(r[j]) for j in range(q + 1) for r in rows]
+    entries = [v for v in found if v is not None]
+    if len(entries) < len(found):
         return None
-    mod = flint.nmod_mat(q + 1, n, [x.numerator * pow(x.denominator, -1, PRIME) % PRIME
-                                    for j in range(q + 1) for x in (r[j] for r in rows)],
-                         PRIME)
+    mod = flint.nmod_mat(q + 1, n, entries, PRIME)
     reduced, rank = mod.rref()
     if rank < q + 1:
         return None

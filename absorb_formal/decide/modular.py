@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import linalg
 from ..model import Block
 from .canonical import ridge
 from .decision import Decision
 
 METHOD = "§4 generic case + modular rank"
-PRIME = 2_147_483_647  # 2^31 − 1: residues multiply within int64
+PRIME = linalg.PRIME
 GRID_OFFSETS = 3
 KEY_COLUMN_PAIRS = 6
 
@@ -80,17 +81,12 @@ def residues(values: np.ndarray, p: int = PRIME) -> np.ndarray:
 
 
 def _skip_residues(block: Block, d: int) -> np.ndarray | None:
-    def res(x: Fraction) -> int | None:
-        if x.denominator % PRIME == 0:
-            return None
-        return x.numerator * pow(x.denominator, -1, PRIME) % PRIME
-
     if block.skip.matrix is not None:
-        grid = [[res(x) for x in row] for row in block.skip.matrix.rows]
+        grid = [[linalg.residue(x) for x in row] for row in block.skip.matrix.rows]
         if any(v is None for row in grid for v in row):
             return None
         return np.array(grid, dtype=np.int64)
-    value = res(Fraction(block.skip.scale or 0))
+    value = linalg.residue(Fraction(block.skip.scale or 0))
     return None if value is None else np.eye(d, dtype=np.int64) * value
 
 
