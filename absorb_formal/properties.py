@@ -28,6 +28,8 @@ class Properties:
     - flat: every plain block P has P(0) = 0 and P(y) = o(‖y‖) (F)
     - odd_linear: a ≠ 0 with σ(z) − σ(−z) = 2az (O(a))
     - gated_const: c ≠ 0 with σ(z) + σ(−z) = 2c (Og(c))
+    - gated_odd_part: Og(c), and o = σ − c (odd by Og(c)) is analytic and not a polynomial:
+      what §5's only-if needs (OgN); σ(z) = 1 + z has Og(1) but o(z) = z is a polynomial
     - nonpoly_even: e(z) = σ(z) − az is not a polynomial (N)
     - analytic: σ is real-analytic on R (An): built from polynomials, exp, erf and tanh with
       no singularity on R. With N it makes e's Taylor series at 0 have infinitely many
@@ -43,6 +45,7 @@ class Properties:
     flat: bool = False
     odd_linear: Fraction | None = None
     gated_const: Fraction | None = None
+    gated_odd_part: bool = False
     nonpoly_even: bool = False
     analytic: bool = False
     linear: bool = False
@@ -123,15 +126,18 @@ class _Prover:
 
     def run(self) -> Properties:
         a = self.odd_linear()
+        c = self.gated_const()
+        analytic = self.analytic()
         return Properties(
             homogeneous=self.homogeneous(),
             even=self.even(),
             bounded=self.bounded(),
             flat=self.flat(),
             odd_linear=a,
-            gated_const=self.gated_const(),
+            gated_const=c,
+            gated_odd_part=c is not None and analytic and self.gated_odd_part(c),
             nonpoly_even=a is not None and self.nonpoly_even(a),
-            analytic=self.analytic(),
+            analytic=analytic,
             linear=a is not None and self.linear(a),
             sigma_at_zero=self.constant(self.f(self.sp.Integer(0))),
             lemmas=self.lemmas,
@@ -187,6 +193,17 @@ class _Prover:
             return None
         self.lemmas["Og"] = f"sigma(z) + sigma(-z) - 2*({c}) == 0 for all real z"
         return c
+
+    def gated_odd_part(self, c: Fraction) -> bool:
+        """o = σ − c (odd by Og(c), analytic by An) is no polynomial: o(z) has a finite limit
+        L ≠ 0 at +∞. A polynomial with a finite limit is constant, and an odd constant is 0."""
+        sp = self.sp
+        end = self.limit(self.f(self.p) - sp.Rational(c), sp.oo)
+        if not self.finite(end) or sp.simplify(end) == 0:
+            return False
+        self.lemmas["OgN"] = (f"o(z) = sigma(z) - ({c}) is odd (Og), real-analytic (An) and "
+                              f"o(z) -> {end} != 0 as z -> +oo, so o is not a polynomial")
+        return True
 
     def bounded(self) -> bool:
         sp = self.sp

@@ -86,6 +86,22 @@ def rref(rows: Sequence[Sequence[Fraction]]) -> tuple[list[list[Fraction]], list
     return work, pivots
 
 
+def nullspace(rows: Sequence[Sequence[Fraction]], ncols: int) -> list[Vec]:
+    """The basis of {x : A x = 0} read off the RREF, one vector per free column. The RREF is
+    unique, so this basis is too: a stored basis is compared with it exactly."""
+    if not rows:
+        return [tuple(ONE if i == j else ZERO for j in range(ncols)) for i in range(ncols)]
+    reduced, pivots = rref(rows)
+    basis = []
+    for f in (j for j in range(ncols) if j not in pivots):
+        x = [ZERO] * ncols
+        x[f] = ONE
+        for i, p in enumerate(pivots):
+            x[p] = -reduced[i][f]
+        basis.append(tuple(x))
+    return basis
+
+
 def rank(rows: Sequence[Sequence[Fraction]]) -> int:
     if not rows or not rows[0]:
         return 0

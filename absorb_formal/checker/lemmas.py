@@ -83,8 +83,8 @@ def _odd_slope(key: str) -> Fraction | None:
 
 
 def holds(activation: dict[str, Any], name: str, value: Fraction | int | None = None) -> bool:
-    """Re-prove one lemma: H (value k), E, Bd, F, O / Lin / N (value a), Og (value c), An,
-    zero (σ(0) = 0)."""
+    """Re-prove one lemma: H (value k), E, Bd, F, O / Lin / N (value a), Og / OgN (value c),
+    An, zero (σ(0) = 0)."""
     key = json.dumps(activation, sort_keys=True)
     return _holds(key, name, None if value is None else str(value))
 
@@ -102,6 +102,8 @@ def _holds(key: str, name: str, value: str | None) -> bool:
         return v != 0 and _vanishes(s - s.subs(Z, -Z) - 2 * v * Z)
     if name == "Og":
         return v != 0 and _vanishes(s + s.subs(Z, -Z) - 2 * v)
+    if name == "OgN":  # §5: o = σ − c odd (Og), analytic (An) and not a polynomial
+        return _holds(key, "Og", value) and _holds(key, "An", None) and _odd_nonpoly(s - v)
     if name == "Lin":
         return v != 0 and _vanishes(s - v * Z)
     if name == "zero":
@@ -130,6 +132,13 @@ def _holds(key: str, name: str, value: str | None) -> bool:
     if name == "An":
         return _analytic(s)
     raise ValueError(f"unknown lemma {name!r}")
+
+
+def _odd_nonpoly(odd: sp.Expr) -> bool:
+    """An odd o with a finite limit L ≠ 0 at +∞ is no polynomial: a polynomial with a finite
+    limit is constant, and an odd constant is 0."""
+    end = _limit(odd.subs(Z, P), sp.oo)
+    return _finite(end) and sp.simplify(end) != 0
 
 
 def _analytic(node: Any) -> bool:

@@ -1,5 +1,8 @@
-"""Re-solving solver-based certificates: the stored SMT-LIB2 with z3 and cvc5, and an
-independent encoding of the same 0/1 system built by the checker itself."""
+"""Re-solving solver-based certificates with z3, cvc5 and CP-SAT.
+
+Subset refutations (MATH.md §4) store no solver text: the checker encodes the 0/1 system it
+re-derived itself and has both z3 and cvc5 refute it. The generic engine's stored SMT-LIB
+(checker/generic.py) is read by the same two verdict functions."""
 
 from __future__ import annotations
 
@@ -10,15 +13,21 @@ TIMEOUT_MS = 60_000
 
 
 def z3_verdict(smtlib: str) -> str:
+    """z3's answer: "sat", "unsat", "unknown", or "error" for text it cannot read (a malformed
+    certificate is invalid, never a crash)."""
     import z3
 
     solver = z3.Solver()
     solver.set("timeout", TIMEOUT_MS)
-    solver.from_string(smtlib)
+    try:
+        solver.from_string(smtlib)
+    except z3.Z3Exception:
+        return "error"
     return str(solver.check())
 
 
 def cvc5_verdict(smtlib: str) -> str:
+    """cvc5's answer to the last check-sat: "sat", "unsat", "unknown", or "error"."""
     import cvc5
 
     solver = cvc5.Solver()
@@ -29,29 +38,50 @@ def cvc5_verdict(smtlib: str) -> str:
         smtlib = "(set-logic ALL)\n" + smtlib
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, smtlib, "certificate")
     answer = "unknown"
-    while True:
-        command = parser.nextCommand()
-        if command.isNull():
-            return answer
-        said = command.invoke(solver, symbols).strip()
-        if said in ("sat", "unsat", "unknown"):
-            answer = said
+    try:
+        while True:
+            command = parser.nextCommand()
+            if command.isNull():
+                return answer
+            said = command.invoke(solver, symbols).strip()
+            if said in ("sat", "unsat", "unknown"):
+                answer = said
+    except RuntimeError:  # cvc5 reports parse errors as RuntimeError
+        return "error"
 
 
-def subset_unsat(columns: list[tuple[Fraction, ...]], target: tuple[Fraction, ...]) -> bool:
-    """No 0/1 vector c has Σ c_j columns_j = target: z3 on the unreduced system."""
-    import z3
-
-    solver = z3.Solver()
-    solver.set("timeout", TIMEOUT_MS)
-    bits = [z3.Bool(f"c{j}") for j in range(len(columns))]
+def _integer_rows(columns: list[tuple[Fraction, ...]],
+                  target: tuple[Fraction, ...]) -> list[list[int]]:
+    """`Σ_j columns_j[i]·c_j = target[i]` for every i with a non-zero coefficient or
+    right-hand side, each cleared of denominators by its lcm (coefficients, then rhs)."""
+    rows = []
     for i, goal in enumerate(target):
         row = [col[i] for col in columns] + [goal]
-        scale = lcm(*(v.denominator for v in row))
-        terms = [z3.If(b, int(col[i] * scale), 0) for b, col in zip(bits, columns, strict=True)
-                 if col[i] != 0]
-        solver.add((z3.Sum(terms) if terms else z3.IntVal(0)) == int(goal * scale))
-    return solver.check() == z3.unsat
+        if any(row):
+            scale = lcm(*(v.denominator for v in row))
+            rows.append([int(v * scale) for v in row])
+    return rows
+
+
+def equation_count(columns: list[tuple[Fraction, ...]], target: tuple[Fraction, ...]) -> int:
+    """How many equations of the 0/1 system are not 0 = 0."""
+    return len(_integer_rows(columns, target))
+
+
+def _int(value: int) -> str:
+    return str(value) if value >= 0 else f"(- {-value})"
+
+
+def subset_smtlib(columns: list[tuple[Fraction, ...]], target: tuple[Fraction, ...]) -> str:
+    """The checker's own SMT-LIB2 encoding of "some 0/1 vector c has Σ c_j columns_j =
+    target", built from the system the checker re-derived (unreduced, one equation per
+    entry), for z3 and cvc5 alike."""
+    lines = ["(set-logic QF_LIA)"] + [f"(declare-fun c{j} () Bool)" for j in range(len(columns))]
+    for row in _integer_rows(columns, target):
+        terms = [f"(ite c{j} {_int(v)} 0)" for j, v in enumerate(row[:-1]) if v != 0]
+        total = f"(+ {' '.join(terms)} 0)" if terms else "0"
+        lines.append(f"(assert (= {total} {_int(row[-1])}))")
+    return "\n".join(lines + ["(check-sat)"]) + "\n"
 
 
 def subset_infeasible_cpsat(columns: list[tuple[Fraction, ...]],

@@ -11,12 +11,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from sympy.polys.polyerrors import BasePolynomialError
+
 from . import exact, forms, generic, lemmas, modular, smt
 from .exact import Rows, q
 
 FORMAT = "absorb_formal certificate 1"
 MAX_ENUMERATION = 16
 NEVER_RULES = ("T1", "T2", "T3", "T4")
+NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F"}  # T1's H(k) is re-proved from k
 
 
 class Invalid(Exception):
@@ -45,7 +48,8 @@ def verify(doc: Any, weights: dict[str, modular.Arrays] | None = None) -> Verdic
         return _verify(doc, weights or {})
     except (Invalid, generic.Invalid, modular.Invalid) as error:
         return Verdict("invalid", str(error))
-    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError) as e:
+    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
+            BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
 
 
@@ -100,6 +104,10 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         require(len(up) == size and all(len(r) == d for r in up), "witness 'up' shape")
         require(len(down) == d and all(len(r) == size for r in down), "witness 'down' shape")
         require(("gate" in layer) == gated, "witness 'gate' presence")
+        if gated:
+            gate = layer["gate"]
+            require(len(gate) == size and all(len(r) == d for r in gate), "witness 'gate' shape")
+        _idle_neurons_are_zero(block["activation"], layer)
     check = cert["check"]
     if check == "polynomial identity":
         require(generic.identity(block, layers), "P - B is not the zero polynomial")
@@ -107,11 +115,11 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     if check == "smt: no point where P differs from B":
         generic.no_difference(block, cert)
         return
-    if check.startswith("the block itself"):
+    if check == "the block itself (skip none), zero-padded":
         _itself(block, layers)
     elif check == "canonical forms equal":
         _same_forms(block, layers, single=True)
-    elif check.startswith("each layer's canonical form"):
+    elif check == "each layer's canonical form equals the block layer's":
         _same_forms(block, layers, single=False)
     elif check == "linear maps equal":
         _same_forms(block, layers, single=True)
@@ -119,6 +127,23 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         _glu_flip(block, layers[0], cert)
     else:
         raise Invalid(f"unknown witness check {check!r}")
+
+
+def _idle_neurons_are_zero(act: dict[str, Any], layer: dict[str, Any]) -> None:
+    """A neuron that cannot affect the output (zero down column; zero up row when gated or
+    σ(0) = 0) must be all zero: otherwise its weights would be fields nobody checks."""
+    def nonzero(rows: list[list[Any]]) -> list[list[bool]]:  # algebraic entries are non-zero
+        return [[not isinstance(v, str) or q(v) != 0 for v in row] for row in rows]
+
+    up, down = nonzero(layer["up"]), nonzero(layer["down"])
+    gate = nonzero(layer["gate"]) if "gate" in layer else None
+    for i, u in enumerate(up):
+        column = [row[i] for row in down]
+        idle = not any(column) or (not any(u) and (gate is not None
+                                                   or lemmas.holds(act, "zero")))
+        if idle:
+            require(not any(u) and not any(column) and (gate is None or not any(gate[i])),
+                    f"witness neuron {i + 1} is idle but not zero")
 
 
 def _itself(block: dict[str, Any], layers: list[dict[str, Any]]) -> None:
@@ -155,7 +180,8 @@ def _same_forms(block: dict[str, Any], layers: list[dict[str, Any]], single: boo
 def _glu_flip(block: dict[str, Any], plain: dict[str, Any], cert: dict[str, Any]) -> None:
     act = block["activation"]
     c = q(cert["c"])
-    require(act["gated"] and lemmas.holds(act, "Og", c), "Og(c) is not re-proved")
+    require(act["gated"] and lemmas.holds(act, "OgN", c),
+            "Og(c) with sigma - c analytic and non-polynomial (§5) is not re-proved")
     require(block["depth"] == 1, "§5 covers depth 1")
     mine = block["layers"][0]
     flips = {int(j) - 1 for j in cert["J"]}
@@ -194,7 +220,8 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         require(exact.rank(lam) > width, f"rank(S + aDU) <= {width}")
         require(int(cert["rank"]) == exact.rank(lam) and exact.mat(cert["Lambda"]) == lam,
                 "the stored rank or Lambda is wrong")
-    elif kind in ("subset search", "separating functional") and cert.get("generic"):
+        _same_width(cert, width)
+    elif kind in ("subset search", "separating functional") and block["activation"]["gated"]:
         _glu_refutation(block, width, cert)
     elif kind == "subset search":
         _width_refutation(block, width, cert)
@@ -206,6 +233,12 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
             generic.infeasible(block, int(cert["width"]), cert)
     else:
         raise Invalid(f"a {kind!r} certificate cannot show non-absorbability")
+
+
+def _same_width(cert: dict[str, Any], width: int) -> None:
+    """A refutation states the width it refutes: exactly the claim's (every field checked)."""
+    require(int(cert["width"]) == width, f"the certificate is for width {cert['width']}, "
+                                         f"not {width}")
 
 
 def _modular_rank(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -229,6 +262,7 @@ def _degree(block: dict[str, Any], cert: dict[str, Any]) -> int:
 
 
 def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
+    require(cert["rule"] == "T1", "a homogeneity point is rule T1")
     big_k = _degree(block, cert)
     total = big_k ** block["depth"]
     require(int(cert["degree"]) == total, "wrong degree K^L")
@@ -244,6 +278,7 @@ def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
 
 def _parity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
     act = block["activation"]
+    require(cert["rule"] == "T2" and cert["property"] == "E", "a parity point is T2 with E")
     require(not act["gated"] and lemmas.holds(act, "E"), "T2 needs an even, ungated σ")
     require(act["kind"] in exact.RATIONAL_KINDS, "σ not rational on Q")
     x0 = exact.vec(cert["x0"])
@@ -260,18 +295,28 @@ def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> 
     require(rule in NEVER_RULES, f"unknown rule {rule!r}")
     act, depth = block["activation"], block["depth"]
     power = depth
+    require(int(cert["depth"]) == depth, "the stored depth is not the block's")
     if rule == "T1":
-        _degree(block, cert)
+        require(int(cert["block_degree"]) == _degree(block, cert), "the stored K is wrong")
         require(depth == 1, "T1 by lemma needs depth 1")
-    elif rule == "T2":
+    else:
+        require(cert["property"] == NEVER_PROPERTIES[rule], f"{rule} is proved by "
+                                                             f"{NEVER_PROPERTIES[rule]}")
+    if rule == "T4":
+        require(cert["gated"] is act["gated"], "the stored 'gated' is not the block's")
+    if rule == "T2":
         require(not act["gated"] and lemmas.holds(act, "E"), "E not re-proved (ungated)")
         require(depth == 1, "T2 by lemma needs depth 1")
     elif rule == "T3":
         require(not act["gated"] and lemmas.holds(act, "Bd"), "Bd not re-proved (ungated)")
     else:
         require(lemmas.holds(act, "F"), "F not re-proved")
-    column = exact.skip_power_column(block, power, int(cert["direction"]["index"]))
+    index = int(cert["direction"]["index"])
+    column = exact.skip_power_column(block, power, index)
     require(any(column), "S^L e_index = 0")
+    # The direction is the first one that works, so that it is determined, not chosen.
+    require(not any(any(exact.skip_power_column(block, power, j)) for j in range(index)),
+            "a smaller index has S^L e_j != 0: the direction is the first such j")
     entry = next(x for x in column if x != 0)
     require(q(cert["direction"]["skip_power_entry"]) == entry,
             "the stored entry of S^L e_index is wrong")
@@ -307,6 +352,7 @@ def _width_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -
     require(cert["canonical_form"] == forms.as_json(family, lam, key_map),
             "the stored canonical form differs from the recomputed one")
     method = cert["method"]
+    _same_width(cert, width)
     if method == "key count":
         require(width < max(p, 1), f"{p} keys fit in width {width}")
         require(int(cert["keys"]) == p, "the stored key count is wrong")
@@ -329,13 +375,13 @@ def _case(family: tuple[str, Fraction, Fraction | None], lam: Rows,
     d = len(lam)
     basis = [exact.vec(b) for b in ref["complement_basis"]]
     dirs = [keys[i][0] for i in delta]
-    require(all(exact.dot(u, b) == 0 for u in dirs for b in basis), "Q not orthogonal to ū_Δ")
-    require(exact.rank(basis) == len(basis) == d - exact.rank(dirs), "Q is no basis of ū_Δ^⊥")
+    require(basis == exact.nullspace(dirs, d), "Q is not the RREF basis of ū_Δ^⊥")
     require(min(d, len(basis)) > k, "this case is feasible (rank bound)")
     singles = [i for i in range(len(keys)) if i not in delta]
     terms, target = _terms(family, lam, keys, singles, basis)
     if k >= 1:
-        require(ref["method"] == "sign enumeration", "k >= 1 cases are refuted by enumeration")
+        require(ref["kind"] == "subset search" and ref["method"] == "sign enumeration",
+                "k >= 1 cases are refuted by enumeration")
         require(len(singles) <= MAX_ENUMERATION, "too many signs to re-enumerate")
         r = forms.rho(family)
         for bits in itertools.product((1, -1), repeat=len(singles)):
@@ -353,8 +399,15 @@ def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> N
     columns = [tuple(x for row in t for x in row) for t in terms]
     goal = tuple(x for row in target for x in row)
     kind, method = ref.get("kind"), ref.get("method")
+    require(kind == "subset search" or (kind == "separating functional" and method is None),
+            f"unknown subset refutation {kind!r}/{method!r}")
     if kind == "separating functional":
         y = tuple(x for row in exact.mat(ref["Y"]) for x in row)
+        require(len(y) == len(goal), "Y has the wrong shape")
+        # Y lives where the system does: off its support Y would be free, hence unchecked.
+        require(all(v == 0 for i, v in enumerate(y)
+                    if goal[i] == 0 and all(c[i] == 0 for c in columns)),
+                "Y is non-zero where every term and the target vanish")
         require(all(exact.dot(y, c) == 0 for c in columns), "<Y, W_l> != 0 for some term")
         require(exact.dot(y, goal) != 0, "<Y, T> = 0")
         require(q(ref["Y_dot_target"]) == exact.dot(y, goal), "the stored <Y, T> is wrong")
@@ -366,20 +419,27 @@ def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> N
         require(combined == goal, "the coefficients do not combine to the target")
         require(any(c not in (0, 1) for c in coefficients), "the combination is 0/1")
     elif method == "enumeration":
-        _reenumerate(columns, goal)
+        require(int(ref["free_coordinates"]) == _reenumerate(columns, goal),
+                "the stored number of free coordinates is wrong")
     elif method == "smt":
-        require(smt.subset_unsat(columns, goal), "z3 finds a subset (checker's own encoding)")
-        text = ref["smtlib"]
-        require(smt.z3_verdict(text) == "unsat", "z3 does not confirm the stored SMT-LIB")
-        require(smt.cvc5_verdict(text) == "unsat", "cvc5 does not confirm the stored SMT-LIB")
+        # The checker's own encoding of the system it re-derived, re-solved by two solvers:
+        # a stored SMT-LIB text would be tied to nothing the checker computes.
+        text = smt.subset_smtlib(columns, goal)
+        require(smt.z3_verdict(text) == "unsat", "z3 finds a subset (checker's own encoding)")
+        require(smt.cvc5_verdict(text) == "unsat", "cvc5 finds a subset or gives up "
+                                                   "(checker's own encoding)")
     elif method == "cp-sat":
+        require((int(ref["terms"]), int(ref["equations"]))
+                == (len(columns), smt.equation_count(columns, goal)),
+                "the stored system size is wrong")
         require(smt.subset_infeasible_cpsat(columns, goal),
                 "CP-SAT does not confirm infeasibility (checker's own encoding)")
     else:
         raise Invalid(f"unknown subset refutation {kind!r}/{method!r}")
 
 
-def _reenumerate(columns: list[exact.Vec], goal: exact.Vec) -> None:
+def _reenumerate(columns: list[exact.Vec], goal: exact.Vec) -> int:
+    """Refute every 0/1 value of the free coordinates; the number of free coordinates."""
     rows = [[c[i] for c in columns] + [goal[i]] for i in range(len(goal))]
     reduced, pivots = exact.rref(rows)
     n = len(columns)
@@ -392,12 +452,14 @@ def _reenumerate(columns: list[exact.Vec], goal: exact.Vec) -> None:
         values = [reduced[r][n] - sum((reduced[r][j] for j, b in chosen.items() if b),
                                       Fraction(0)) for r in range(len(pivots))]
         require(not all(v in (0, 1) for v in values), f"a 0/1 solution exists: free={bits}")
+    return len(free)
 
 
 def _glu_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     act = block["activation"]
     c = q(cert["c"])
-    require(act["gated"] and lemmas.holds(act, "Og", c), "Og(c) is not re-proved")
+    require(act["gated"] and lemmas.holds(act, "OgN", c),
+            "Og(c) with sigma - c analytic and non-polynomial (§5) is not re-proved")
     require(block["depth"] == 1 and width == block["width"], "§5: depth 1, own width")
     layer = block["layers"][0]
     gate, up, down = (exact.mat(layer[n]) for n in ("gate", "up", "down"))
@@ -428,6 +490,8 @@ def min_width(block: dict[str, Any], cert: dict[str, Any]) -> int | None:
     if value > 1:
         require(cert["below"] is not None, "no refutation below the minimal width")
         not_absorbable(block, value - 1, cert["below"])
+    else:
+        require(cert["below"] is None, "nothing lies below width 1")
     return value
 
 
@@ -448,8 +512,12 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) 
             "the stored canonical forms differ from the recomputed ones")
     if "point" in cert:
         x0 = exact.vec(cert["point"]["x0"])
-        require(exact.evaluate(left, left["layers"], x0)
-                != exact.evaluate(right, right["layers"], x0), "the blocks agree at x0")
+        at_left = exact.evaluate(left, left["layers"], x0)
+        at_right = exact.evaluate(right, right["layers"], x0)
+        require(at_left != at_right, "the blocks agree at x0")
+        require(exact.vec(cert["point"]["left"]) == at_left
+                and exact.vec(cert["point"]["right"]) == at_right,
+                "the stored values at x0 differ from exact evaluation")
     return equal
 
 
@@ -476,12 +544,12 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
         table = FAMILY_TRUTHS["never-rule"]
     elif cert.get("kind") == "rule":
         rule = cert["rule"]
-        if rule == "§4 identity activation":
-            return _identity_table(block, modality, width)
-        require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
         require(int(cert["width"]) == width, "the rule was applied at another width")
         if "rank_S" in cert:
             require(int(cert["rank_S"]) == exact.skip_rank(block), "the stored rank(S) is wrong")
+        if rule == "§4 identity activation":
+            return _identity_table(block, modality, width, cert)
+        require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
         _rule_preconditions(block, rule, width)
         table = FAMILY_TRUTHS[rule]
         if "example" in cert:
@@ -519,12 +587,14 @@ def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
         require(not (family[0] == "relu" and d == 1 and m >= 2), "relu in d = 1 is always")
 
 
-def _identity_table(block: dict[str, Any], modality: str, width: int) -> bool:
+def _identity_table(block: dict[str, Any], modality: str, width: int,
+                    cert: dict[str, Any]) -> bool:
     act = block["activation"]
     a = lemmas.odd_slope(act)
     require(a is not None and not act["gated"] and lemmas.holds(act, "Lin", a)
             and block["depth"] == 1, "needs a depth-1 linear activation")
     r, m, d = exact.skip_rank(block), block["width"], block["dim"]
     generic = min(d, r + m)
+    require(int(cert["generic_rank"]) == generic, "the stored generic rank is wrong")
     return {"never": r > m + width, "sometimes": r <= m + width,
             "generically not": generic > width, "always": generic <= width}[modality]

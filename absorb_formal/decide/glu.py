@@ -1,6 +1,7 @@
 """Gated blocks with Og(c) (GLU, sigmoid gate), generic case, depth 1 (MATH.md §5).
 
-`σ(−z) = 2c − σ(z)`: negating row i of G and column i of D changes the linear part by
+`σ(−z) = 2c − σ(z)`, with o = σ − c odd, analytic and not a polynomial (the only-if needs
+all three; Properties.gated_odd_part): negating row i of G and column i of D changes the linear part by
 `−2c·d_i u_iᵀ`. When every neuron is alone on its key ±g_i with d_i ≠ 0 and u_i ≠ 0, the block
 is absorbable at width m iff `Σ_{i∈J} d_i u_iᵀ = −S/(2c)` for some J.
 """
@@ -40,6 +41,9 @@ def decide(block: Block, width: int) -> Decision | None:
     c = props.gated_const
     if not block.activation.gated or c is None or block.layers is None:
         return None
+    if not props.gated_odd_part:
+        return undecided(f"§5 needs sigma - {c} odd, analytic and non-polynomial; not proved "
+                         f"for {block.activation}")
     if block.depth != 1:
         return undecided("GLU blocks of depth >= 2 are covered by no rule")
     if width != block.width:
@@ -54,7 +58,7 @@ def decide(block: Block, width: int) -> Decision | None:
     answer = subset.solve(terms, target)
     if answer.status == "unknown":
         return undecided(answer.reason)
-    common = {"lemma": props.lemmas["Og"], "c": cert.q(c), "generic": True}
+    common = {"lemma": props.lemmas["OgN"], "c": cert.q(c)}
     if answer.status == "none":
         return Decision(False, METHOD, {**answer.certificate, **common},
                         detail="no index set J")

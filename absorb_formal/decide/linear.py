@@ -42,8 +42,7 @@ def decide_width(block: Block, width: int) -> Decision | None:
                                         "argument": "a plain linear block of width w has "
                                                     "rank <= w"}, detail=f"rank {r} > {width}")
     layer = witness(matrix, a, block.dim, width)
-    return Decision(True, METHOD, cert.witness([layer], width, "linear maps equal",
-                                               Lambda=cert.matrix(matrix)),
+    return Decision(True, METHOD, cert.witness([layer], width, "linear maps equal"),
                     witness=(layer,), detail=f"rank {r}")
 
 

@@ -242,6 +242,7 @@ def refutation(cf: CanonicalForm, width: int, found: Search) -> dict[str, Any]:
 
 def witness_certificate(cf: CanonicalForm, choice: Choice, layer: Layer,
                         width: int) -> dict[str, Any]:
-    return cert.witness([layer], width, "canonical forms equal",
-                        choice=choice.as_json(), canonical_form=cf.as_json())
+    # No choice or canonical form is stored: the checker recomputes both forms, and a field
+    # it does not check would be one a reader could not trust (MATH.md §7).
+    return cert.witness([layer], width, "canonical forms equal")
 
