@@ -2,8 +2,8 @@
 
 `σ(−z) = 2c − σ(z)`, with o = σ − c odd, analytic and not a polynomial (the only-if needs
 all three; Properties.gated_odd_part): negating row i of G and column i of D changes the
-linear part by `−2c·d_i u_iᵀ`. When every neuron is alone on its key ±g_i with d_i ≠ 0 and u_i ≠ 0, the block
-is absorbable at width m iff `Σ_{i∈J} d_i u_iᵀ = −S/(2c)` for some J.
+linear part by `−2c·d_i u_iᵀ`. When every neuron is alone on its key ±g_i with d_i ≠ 0 and
+u_i ≠ 0, the block is absorbable at width m iff `Σ_{i∈J} d_i u_iᵀ = −S/(2c)` for some J.
 """
 
 from __future__ import annotations
