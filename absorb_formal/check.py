@@ -1,8 +1,12 @@
 """`absorb-prove check PATH...`: re-verify certificate documents.
 
-The mathematics is checked by `absorb_formal.checker` alone (independent of the prover).
-This command adds one guard against stale evidence: when the spec a document names still
-exists, its blocks and statement must be the ones the document embeds.
+Everything here is the checker's (`absorb_formal.checker`, independent of the prover): the
+mathematics (`verify`) and the guard against stale evidence (`checker.reading`): the spec a
+document names — its path is stored relative to the certificate file's folder — and every
+weight file its blocks load must still have the bytes (SHA-256) the document records, and the
+checker's own reading of them must give exactly the embedded blocks and statement. A
+document whose spec is not found is still verified against its embedded blocks, and the
+output says that the spec was not found.
 """
 
 from __future__ import annotations
@@ -13,48 +17,24 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .checker import Verdict, verify
+from .checker.reading import Reading, Stale, spec_location
 
 EXIT_OK, EXIT_INVALID, EXIT_ERROR = 0, 1, 2
 
 
-def stale(doc: dict[str, Any]) -> str:
-    """Why the document no longer matches its spec ("" if it does, or the spec is gone)."""
-    from .language import SpecError, load_file
-    from .proofs import block_json
-
-    path = Path(doc["spec"])
-    if not path.is_file():
-        return ""
+def _reading(doc: Any, path: Path) -> tuple[Reading | None, str]:
+    """The checker's reading of the document's spec, or None and why not."""
     try:
-        spec = load_file(path)
-    except SpecError as error:
-        return f"the spec no longer loads: {error.diagnostics[0].message}"
-    here = [s for s in spec.statements if s.pos.line == doc["line"]]
-    if not here or here[0].statement != doc["statement"]:
-        return f"line {doc['line']} of {path} no longer states '{doc['statement']}'"
-    for name, embedded in doc["blocks"].items():
-        if name not in spec.blocks or block_json(spec.blocks[name]) != embedded:
-            return f"block '{name}' in {path} differs from the certified one"
-    return ""
-
-
-def digest_weights(doc: dict[str, Any]) -> dict[str, Any]:
-    """Float arrays, from the spec, of the blocks the document stores only by digest (the
-    checker authenticates them against that digest)."""
-    from .language import SpecError, load_file
-    from .proofs import float_layers
-
-    wanted = [name for name, b in doc.get("blocks", {}).items()
-              if isinstance(b, dict) and isinstance(b.get("layers"), dict)]
-    path = Path(str(doc.get("spec", "")))
-    if not wanted or not path.is_file():
-        return {}
+        spec_file = spec_location(doc, path)
+    except (KeyError, TypeError):
+        return None, ""  # malformed: verify says so
+    if not spec_file.is_file():
+        return None, f"spec {spec_file} not found: verified against the embedded blocks only"
     try:
-        spec = load_file(path)
-    except SpecError:
-        return {}
-    return {name: float_layers(spec.blocks[name]) for name in wanted
-            if name in spec.blocks and spec.blocks[name].layers is not None}
+        return Reading(spec_file), ""
+    except OSError as error:
+        return None, f"spec {spec_file} cannot be read ({error.strerror}): verified against " \
+                     "the embedded blocks only"
 
 
 def check_document(path: Path) -> tuple[Verdict, str]:
@@ -64,11 +44,22 @@ def check_document(path: Path) -> tuple[Verdict, str]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         return Verdict("invalid", f"unreadable certificate: {error}"), ""
     statement = str(doc.get("statement", "")) if isinstance(doc, dict) else ""
-    verdict = verify(doc, digest_weights(doc) if isinstance(doc, dict) else None)
-    if verdict.status != "invalid":
-        why = stale(doc)
+    reading, note = _reading(doc, path) if isinstance(doc, dict) else (None, "")
+    weights = {}
+    if reading is not None:
+        try:
+            why = reading.stale(doc)
+            if not why:
+                weights = reading.weights(doc)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            why = ""  # a malformed document: verify gives the reason
+        except Stale as error:
+            why = str(error)
         if why:
-            verdict = Verdict("invalid", f"stale: {why}")
+            return Verdict("invalid", f"stale: {why}"), statement
+    verdict = verify(doc, weights)
+    if note and verdict.status != "invalid":
+        verdict = Verdict(verdict.status, "; ".join(x for x in (verdict.reason, note) if x))
     return verdict, statement
 
 

@@ -148,10 +148,19 @@ def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]
             found += [(f, str(Path(given) / f.relative_to(path)), str(f.relative_to(path)))
                       for f in files]
         elif path.exists():
-            found.append((path, given, path.name))
+            found.append((path, given, _relative_name(path)))
         else:
             found.append(f"{given}: error: no such file or folder")
     return found
+
+
+def _relative_name(path: Path) -> str:
+    """A file given directly: its path relative to the working directory when it lies below
+    it (so `a/x.mlp` and `b/x.mlp` get different certificate names), else its file name."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 DEFAULT_TIMEOUT = 60.0
@@ -208,6 +217,7 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_ERROR
     options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, stderr)
     items = collect(args.paths, "*.mlp")
+    targets: dict[Path, Path] = {}  # certificate file → the spec it certifies, in this run
     try:
         for item, report in zip(items, _reports(items, args, options, stderr), strict=True):
             if report is None:
@@ -216,14 +226,15 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 print(item, file=stderr)
                 continue
             assert not isinstance(item, str)
-            _, _, relative = item
+            spec_file, _, relative = item
             reports.append(report)
             if report.interrupted:
                 for entry in report.entries if not args.json else ():
                     print(entry.line(report.path), file=stdout)
                 raise KeyboardInterrupt
             if args.certificates is not None:
-                kept += store(report, relative, args.certificates, args.update, stderr)
+                kept += store(report, spec_file, relative, args.certificates, args.update,
+                              stderr, targets)
             if isinstance(report.error, SpecError):
                 print(report.error.format(), file=stderr)
             elif not args.json:
@@ -285,17 +296,25 @@ def _prove_in_worker(path: Path, shown: str, settings: tuple[Any, ...]) -> FileR
     return prove_file(path, shown, sys.stderr, options, timeout, engine)
 
 
-def store(report: FileReport, relative: str, folder: Path, update: bool,
-          stderr: TextIO) -> int:
-    """Write the report's claim certificates; return how many differ and were kept."""
+def store(report: FileReport, spec_file: Path, relative: str, folder: Path, update: bool,
+          stderr: TextIO, targets: dict[Path, Path]) -> int:
+    """Write the report's claim certificates; return how many differ (or collide with another
+    spec's certificate in this run) and were kept."""
     if report.spec is None:
         return 0
     kept = 0
     for entry in report.entries:
         if not isinstance(entry.statement, Claim):
             continue
-        doc = proofs.document(report.spec, entry.statement, entry.exact or entry.result)
         target = folder / proofs.file_name(relative, entry.statement.pos.line)
+        other = targets.setdefault(target.resolve(), spec_file.resolve())
+        if other != spec_file.resolve():
+            print(f"{target}: also the certificate name of {other}; not written (give the "
+                  "two specs in separate runs or folders)", file=stderr)
+            kept += 1
+            continue
+        doc = proofs.document(report.spec, entry.statement, entry.exact or entry.result,
+                              spec_file, target)
         if proofs.write(target, proofs.encode(doc), update) == "differs":
             print(f"{target}: differs from the new certificate; kept", file=stderr)
             kept += 1

@@ -2,12 +2,25 @@
 
 A document embeds everything the independent checker needs — the claim, the blocks (exact
 weights as strings), the outcome and its certificate — so `absorb_formal.checker` can verify
-it without importing the prover, and `absorb-prove check` can tell when the spec has changed
-since (the embedded blocks no longer match).
+it without importing the prover, and `absorb-prove check` can tell when the evidence is stale.
+
+Where the evidence comes from (format 2):
+- `spec`: `{"path", "sha256"}`: the spec's path relative to the folder of the certificate
+  file (POSIX, `..` allowed), so `check` finds it from any working directory and the same
+  spec certified to the same place always gives the same bytes; SHA-256 of its bytes.
+- `files`: `{FILE: sha256}` for every weight file the claim's blocks `load(...)`, FILE as
+  written in the spec (relative to the spec's folder).
+- a block beyond the exact-work limit (`MAX_EXACT_WEIGHTS`) stores, instead of its weights,
+  `layers = {"weights": COUNT, "sources": [per layer {NAME: SOURCE}]}` with SOURCE
+  `{"literal": true}` (the checker reads it from the spec) or
+  `{"file", "key", "transpose", "sha256"}`.
+The checker re-reads all of it with its own reader (`checker/reading.py`).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import tempfile
@@ -16,36 +29,75 @@ from typing import Any
 
 from . import certificates as cert
 from .decide.concrete import MAX_EXACT_WEIGHTS, weight_count
+from .language.parse import parse_text
+from .language.syntax import BlockDecl, LoadExpr, MatrixLit, SpecSyntax, WeightDecl
 from .model import Block, Claim, Spec
 from .result import Result
 
-FORMAT = "absorb_formal certificate 1"
+FORMAT = "absorb_formal certificate 2"
 
 _UMASK = os.umask(0)  # read once: mkstemp makes 0600 files, certificates are ordinary files
 os.umask(_UMASK)
 
 
-def _digest(block: Block) -> dict[str, Any]:
-    """Weights too many to embed (beyond the exact-work limit): their SHA-256 and count.
-    Certificates for such blocks read no weight (never-rules) or read them from arrays the
-    checker authenticates by this digest (modular rank)."""
-    from .checker.modular import digest
-
-    return {"sha256": digest(float_layers(block)), "weights": weight_count(block)}
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes; cached by (path, size, mtime): a run certifies many claims
+    over the same weight files."""
+    stat = path.stat()
+    return _sha256((str(path.resolve()), stat.st_size, stat.st_mtime_ns))
 
 
-def float_layers(block: Block) -> list[dict[str, Any]]:
-    """Each layer's matrices as float64 arrays (exact for loaded float weights)."""
-    assert block.layers is not None
-    return [{name: m.floats for name, m in
-             (("gate", layer.gate), ("up", layer.up), ("down", layer.down)) if m is not None}
-            for layer in block.layers]
+@functools.lru_cache(maxsize=64)
+def _sha256(key: tuple[str, int, int]) -> str:
+    path = Path(key[0])
+    h = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
-def block_json(block: Block) -> dict[str, Any]:
+class Sources:
+    """The spec's own text: which literal or `load(...)` gives each block's matrices."""
+
+    def __init__(self, spec_file: Path):
+        data = spec_file.read_bytes()
+        self.folder = spec_file.parent
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        syntax: SpecSyntax = parse_text(data.decode("utf-8"), str(spec_file))
+        self.blocks = {item.name.text: item for item in syntax.items
+                       if isinstance(item, BlockDecl)}
+
+    def layers(self, name: str) -> list[tuple[WeightDecl, ...]]:
+        decl = self.blocks[name]
+        if decl.weights:
+            return [decl.weights]
+        return [layer.weights for layer in sorted(decl.layers, key=lambda x: x.number.value)]
+
+    def loads(self, name: str) -> list[LoadExpr]:
+        return [w.value for ws in self.layers(name) for w in ws if isinstance(w.value, LoadExpr)]
+
+    def source(self, value: LoadExpr | MatrixLit) -> dict[str, Any]:
+        if not isinstance(value, LoadExpr):
+            return {"literal": True}
+        return {"file": value.file, "key": value.key,
+                "transpose": bool(getattr(value, "transpose", False)),
+                "sha256": sha256_file(self.folder / value.file)}
+
+
+def _by_source(block: Block, sources: Sources) -> dict[str, Any]:
+    """Weights too many to embed (beyond the exact-work limit): where they are read from.
+    Certificates for such blocks read no weight (never-rules) or have the checker read them
+    from these sources itself (modular rank)."""
+    return {"weights": weight_count(block),
+            "sources": [{w.name: sources.source(w.value) for w in ws}
+                        for ws in sources.layers(block.name)]}
+
+
+def block_json(block: Block, sources: Sources) -> dict[str, Any]:
     scalar = block.activation.scalar
     if block.layers is not None and weight_count(block) > MAX_EXACT_WEIGHTS:
-        layers: Any = _digest(block)
+        layers: Any = _by_source(block, sources)
     else:
         layers = None if block.layers is None else cert.layers(block.layers)
     return {
@@ -61,14 +113,9 @@ def block_json(block: Block) -> dict[str, Any]:
     }
 
 
-def spec_path(path: str) -> str:
-    """The spec's path relative to the working directory (where `check` will look for it),
-    so the same spec gives the same bytes however its PATH was typed."""
-    resolved = Path(path).resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return resolved.as_posix()
+def spec_path(spec_file: Path, certificate: Path) -> str:
+    """The spec's path relative to the certificate file's folder (where `check` looks)."""
+    return Path(os.path.relpath(spec_file.resolve(), certificate.parent.resolve())).as_posix()
 
 
 def claim_json(claim: Claim, block: Block) -> dict[str, Any]:
@@ -77,16 +124,22 @@ def claim_json(claim: Claim, block: Block) -> dict[str, Any]:
             "modality": claim.modality, "width": width, "min_width": claim.min_width}
 
 
-def document(spec: Spec, claim: Claim, result: Result) -> dict[str, Any]:
-    """The certificate document of one decided claim."""
+def document(spec: Spec, claim: Claim, result: Result, spec_file: Path,
+             certificate: Path) -> dict[str, Any]:
+    """The certificate document of one decided claim, to be stored at `certificate`;
+    `spec_file` is where the spec was read from."""
     names = [claim.block] + ([claim.other] if claim.other else [])
+    sources = Sources(spec_file)
+    files = {load.file: sha256_file(sources.folder / load.file)
+             for name in names for load in sources.loads(name)}
     return {
         "format": FORMAT,
-        "spec": spec_path(spec.path),
+        "spec": {"path": spec_path(spec_file, certificate), "sha256": sources.sha256},
+        "files": dict(sorted(files.items())),
         "line": claim.pos.line,
         "statement": claim.statement,
         "claim": claim_json(claim, spec.blocks[claim.block]),
-        "blocks": {name: block_json(spec.blocks[name]) for name in names},
+        "blocks": {name: block_json(spec.blocks[name], sources) for name in names},
         "outcome": result.outcome,
         "verdict": result.verdict,
         "method": result.method,

@@ -102,7 +102,7 @@ class StatementItem(pytest.Item):
         if not verdict.ok:
             raise SpecFailure(f"stored certificate {stored} is invalid: {verdict.reason}")
         assert isinstance(self.statement, Claim)
-        fresh = proofs.document(self.spec, self.statement, result)
+        fresh = proofs.document(self.spec, self.statement, result, self.path, stored)
         if json.loads(stored.read_text(encoding="utf-8")) != json.loads(proofs.encode(fresh)):
             raise SpecFailure(f"the prover's certificate differs from {stored}; if the change "
                               "is intended, run: absorb-prove --certificates proofs --update "

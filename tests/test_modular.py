@@ -1,5 +1,6 @@
 """Blocks beyond the exact-work limit: the generic-case modular-rank certificate (MATH.md §7),
-issued from loaded float weights and re-checked from arrays authenticated by SHA-256."""
+issued from loaded float weights and re-checked from the checker's own exact reading of the
+weight files the certificate names (file, key, SHA-256)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from absorb_formal.check import check_document
 from absorb_formal.checker import verify
+from absorb_formal.checker.reading import Reading, spec_location
 from absorb_formal.decide.modular import PRIME, residues
 
 D, M = 256, 512  # 2·256·512 = 262,144 weights: just past the 250,000 exact-work limit
@@ -54,7 +56,9 @@ def test_large_generic_relu_block_is_refuted_with_a_modular_rank(certified, cli)
     path, doc = certified
     assert doc["outcome"] == "proved"
     assert doc["certificate"]["kind"] == "modular rank"
-    assert set(doc["blocks"]["Big"]["layers"]) == {"sha256", "weights"}
+    assert doc["blocks"]["Big"]["layers"]["sources"] == [
+        {name: {"file": "w.npz", "key": name, "transpose": False,
+                "sha256": doc["files"]["w.npz"]} for name in ("up", "down")}]
     run = cli("check", path)
     assert run.code == 0 and ": valid:" in run.out, run.out
 
@@ -72,7 +76,44 @@ def test_changed_weight_files_are_caught(certified, tmp_path):
     down[0, 0] += 1
     np.savez(tmp_path / "w.npz", up=up, down=down)
     verdict, _ = check_document(path)
-    assert verdict.status == "invalid" and "SHA-256" in verdict.reason
+    assert verdict.status == "invalid" and "stale" in verdict.reason
+    assert "weight file 'w.npz' changed since certification" in verdict.reason
+
+
+def test_a_tampered_weight_file_is_caught_even_with_a_forged_hash(certified, tmp_path):
+    """Bytes changed under an unchanged name: the modular check reads the new values itself,
+    so even a forged SHA-256 in the document cannot make them pass."""
+    path, doc = certified
+    with np.load(tmp_path / "w.npz") as z:
+        up, down = z["up"].copy(), z["down"].copy()
+    up[[0, 1]] = up[[1, 0]] * 1.5
+    np.savez(tmp_path / "w.npz", up=up, down=down)
+    from absorb_formal.checker.files import sha256_file
+
+    forged = copy.deepcopy(doc)
+    new_hash = sha256_file(tmp_path / "w.npz")
+    forged["files"]["w.npz"] = new_hash
+    for source in forged["blocks"]["Big"]["layers"]["sources"][0].values():
+        source["sha256"] = new_hash
+    path.write_text(json.dumps(forged), encoding="utf-8")
+    verdict, _ = check_document(path)
+    assert verdict.status == "invalid" and "determinant" in verdict.reason, verdict.reason
+
+
+def test_a_rounding_loader_in_the_prover_is_caught_on_a_large_block(tmp_path, cli,
+                                                                     monkeypatch):
+    """The prover's modular rank on float16-rounded weights does not hold for the exact ones
+    the checker reads from the file."""
+    from absorb_formal.language import validate
+
+    monkeypatch.chdir(tmp_path)
+    spec = big(tmp_path)
+    real = validate.load_matrix
+    monkeypatch.setattr(validate, "load_matrix",
+                        lambda path, key: real(path, key).astype(np.float16).astype(np.float32))
+    assert cli("--crosscheck", "0", "--certificates", "certs", spec.name).code == 0
+    verdict, _ = check_document(tmp_path / "certs" / "big.mlp.7.json")
+    assert verdict.status == "invalid" and "determinant" in verdict.reason, verdict.reason
 
 
 @pytest.mark.parametrize(("field", "value", "reason"), [
@@ -83,7 +124,7 @@ def test_changed_weight_files_are_caught(certified, tmp_path):
 ])
 def test_corrupted_modular_certificates_are_rejected(certified, field, value, reason):
     path, doc = certified
-    weights = {"Big": _arrays(path.parent.parent / "w.npz")}
+    weights = _exact(path, doc)
     assert verify(doc, weights).status == "valid"
     broken = copy.deepcopy(doc)
     broken["certificate"][field] = value
@@ -96,7 +137,7 @@ def test_a_skip_inside_the_span_gives_a_zero_minor(certified):
     path, doc = certified
     broken = copy.deepcopy(doc)
     broken["blocks"]["Big"]["skip"] = {"scale": "0"}
-    verdict = verify(broken, {"Big": _arrays(path.parent.parent / "w.npz")})
+    verdict = verify(broken, _exact(path, doc))
     assert verdict.status == "invalid" and "0 mod p" in verdict.reason
 
 
@@ -118,9 +159,9 @@ def test_gelu_large_blocks_get_the_same_certificate(tmp_path, cli, monkeypatch):
     assert verdict.status == "valid", verdict.reason
 
 
-def _arrays(npz):
-    with np.load(npz) as z:
-        return [{"up": z["up"].astype(np.float64), "down": z["down"].astype(np.float64)}]
+def _exact(path, doc):
+    """The weights as the checker reads them from the files the document names."""
+    return Reading(spec_location(doc, path)).weights(doc)
 
 
 floats = st.floats(allow_nan=False, allow_infinity=False, width=64)

@@ -287,8 +287,8 @@ def test_certificates_are_written_atomically(cli, tmp_path, path):
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
 
-def test_certificates_of_huge_blocks_carry_a_digest_not_the_weights(cli, tmp_path,
-                                                                     monkeypatch):
+def test_certificates_of_huge_blocks_carry_their_sources_not_the_weights(cli, tmp_path,
+                                                                         monkeypatch):
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(1)
     arrays = {k: rng.normal(size=(400, 400)).astype(np.float32) for k in ("g", "u", "d")}
@@ -301,9 +301,9 @@ claim W is not absorbable
     assert cli("--crosscheck", "0", "--certificates", "out", "w.mlp").code == 0
     stored = tmp_path / "out" / "w.mlp.3.json"
     assert stored.stat().st_size < 5000
-    assert '"sha256"' in stored.read_text()
+    assert '"sha256"' in stored.read_text() and '"sources"' in stored.read_text()
     assert cli("check", "out").code == 0
     arrays["u"][0, 0] += 1
     np.savez("w.npz", **arrays)
     run = cli("check", "out")
-    assert run.code == 1 and "stale" in run.out
+    assert run.code == 1 and "stale" in run.out and "'w.npz' changed" in run.out

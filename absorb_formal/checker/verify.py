@@ -16,7 +16,7 @@ from sympy.polys.polyerrors import BasePolynomialError
 from . import exact, forms, generic, lemmas, modular, smt
 from .exact import Rows, q
 
-FORMAT = "absorb_formal certificate 1"
+FORMAT = "absorb_formal certificate 2"
 MAX_ENUMERATION = 16
 NEVER_RULES = ("T1", "T2", "T3", "T4")
 NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F"}  # T1's H(k) is re-proved from k
@@ -41,9 +41,11 @@ def require(condition: bool, reason: str) -> None:
         raise Invalid(reason)
 
 
-def verify(doc: Any, weights: dict[str, modular.Arrays] | None = None) -> Verdict:
-    """Check one document. `weights`: float arrays of blocks too large to embed (by block
-    name), authenticated against the SHA-256 the document stores."""
+def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdict:
+    """Check one document. `weights`: the exact matrices of blocks too large to embed (by
+    block name), as the checker's own reader (`reading.Reading.weights`) read them from the
+    files the document names; `absorb-prove check` passes them after matching the files'
+    bytes against the document's SHA-256s."""
     try:
         return _verify(doc, weights or {})
     except (Invalid, generic.Invalid, modular.Invalid) as error:
@@ -53,7 +55,7 @@ def verify(doc: Any, weights: dict[str, modular.Arrays] | None = None) -> Verdic
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
 
 
-def _verify(doc: Any, weights: dict[str, modular.Arrays]) -> Verdict:
+def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     require(isinstance(doc, dict) and doc.get("format") == FORMAT, "not a certificate document")
     claim, outcome, certificate = doc["claim"], doc["outcome"], doc["certificate"]
     if outcome == "unknown":
@@ -242,12 +244,16 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
 
 
 def _modular_rank(block: dict[str, Any], width: int, cert: dict[str, Any],
-                  arrays: modular.Arrays | None) -> None:
+                  layers: modular.Layers | None) -> None:
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
     require(_family(block)[0] in ("relu", "analytic"), "modular rank needs an O(a)+N σ")
-    stored = block["layers"]
-    require(isinstance(stored, dict), "modular rank is issued for blocks stored by digest")
-    layers = modular.authenticate(stored, arrays)
+    require(isinstance(block["layers"], dict), "modular rank is issued for blocks stored by "
+                                               "their sources")
+    require(layers is not None, "the block's weights are not embedded: the checker reads them "
+                                "from the files the certificate names (absorb-prove check)")
+    assert layers is not None
+    require(len(layers) == 1 and layers[0]["up"].shape == (block["width"], block["dim"]),
+            "the weights read are not one width × dim 'up'")
     modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
 
 

@@ -1,0 +1,283 @@
+"""The checker's own reading of weight files: exact values from raw bytes, and SHA-256.
+
+Nothing here comes from the prover or from NumPy's float conversions: every float is decoded
+from its bit fields with integer operations (sign, biased exponent, fraction → an integer
+mantissa and a power of two), so a value is exactly the dyadic rational its bits denote.
+
+- `.npz`: a zip of `.npy` files; the `.npy` header (magic, version, a Python-literal dict
+  with `descr`, `fortran_order`, `shape`) is parsed here.
+- `.safetensors`: 8-byte little-endian header length, a JSON header, then raw data at the
+  header's offsets.
+
+Dtypes: float16, bfloat16, float32, float64, x86 80-bit extended (`<f16`, `<f12`), signed
+and unsigned integers of 1, 2, 4 or 8 bytes, bool. NaN and infinities are refused. A `<f16`
+array is read as x86 extended (numpy's long double on x86-64); IEEE binary128 (aarch64,
+POWER) writes the same descr, so entries that are not canonical x86 values (explicit integer
+bit disagreeing with the exponent) or read as 0 while their upper bytes are not 0 are
+refused rather than guessed at. The residual risk is a binary128 file whose every entry
+happens to be a canonical x86 value; see the module tests.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import struct
+import zipfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+
+class FileError(ValueError):
+    """A weight file the checker cannot read exactly; the message says why."""
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes (streamed: weight files can be gigabytes)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Dyadic:
+    """An array of exact values (-1)^neg · mag · 2^exp, element-wise (integers: exp = 0)."""
+
+    neg: np.ndarray  # bool
+    mag: np.ndarray  # uint64
+    exp: np.ndarray  # int64
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(n) for n in self.mag.shape)
+
+    @property
+    def T(self) -> Dyadic:  # noqa: N802 - the spec's own spelling of a transpose
+        return Dyadic(self.neg.T, self.mag.T, self.exp.T)
+
+    def reshape(self, shape: tuple[int, ...]) -> Dyadic:
+        return Dyadic(self.neg.reshape(shape), self.mag.reshape(shape), self.exp.reshape(shape))
+
+    def fractions(self, index: tuple[int, ...] | slice | int = ()) -> list:
+        """Exact `Fraction`s of `self[index]` (nested lists like `tolist`)."""
+        neg, mag, exp = (np.asarray(a[index]) for a in (self.neg, self.mag, self.exp))
+        flat = [_fraction(n, m, e) for n, m, e in
+                zip(neg.ravel().tolist(), mag.ravel().tolist(), exp.ravel().tolist(),
+                    strict=True)]
+        out = np.empty(len(flat), dtype=object)
+        out[:] = flat
+        return out.reshape(mag.shape).tolist()
+
+
+    def row(self, i: int) -> list[Fraction]:
+        return self.fractions(i)
+
+    def column(self, j: int) -> list[Fraction]:
+        return self.fractions((slice(None), j))
+
+    def rows(self) -> list[list[Fraction]]:
+        return self.fractions()
+
+    def residues(self, p: int, index: tuple[int, ...] | slice | int = ()) -> list[int]:
+        """`self[index]` (1-D) mod p, from the exact (mantissa, exponent) pairs."""
+        neg, mag, exp = (np.asarray(a[index]).ravel().tolist()
+                         for a in (self.neg, self.mag, self.exp))
+        if p % 2 == 0:
+            raise FileError("residues need an odd modulus")
+        return [(-1 if n else 1) * m * pow(2, e, p) % p
+                for n, m, e in zip(neg, mag, exp, strict=True)]
+
+
+def _fraction(neg: bool, mag: int, exp: int) -> Fraction:
+    value = Fraction(mag << exp) if exp >= 0 else Fraction(mag, 1 << -exp)
+    return -value if neg else value
+
+
+# ---- decoding raw bits ---------------------------------------------------------------------
+
+# name → (total bits, exponent bits, fraction bits) of the IEEE binary formats
+_IEEE = {"f2": (16, 5, 10), "bf16": (16, 8, 7), "f4": (32, 8, 23), "f8": (64, 11, 52)}
+
+
+def _ieee(bits: np.ndarray, total: int, ebits: int, fbits: int) -> Dyadic:
+    """IEEE binary: sign | biased exponent | fraction; subnormals have exponent 1 − bias."""
+    bits = bits.astype(np.uint64)
+    bias = (1 << (ebits - 1)) - 1
+    field = ((bits >> np.uint64(fbits)) & np.uint64((1 << ebits) - 1)).astype(np.int64)
+    fraction = bits & np.uint64((1 << fbits) - 1)
+    if (field == (1 << ebits) - 1).any():
+        raise FileError("holds a NaN or an infinity")
+    normal = field != 0
+    mag = np.where(normal, fraction | np.uint64(1 << fbits), fraction)
+    exp = np.where(normal, field, 1) - bias - fbits
+    neg = (bits >> np.uint64(total - 1)).astype(bool)
+    return Dyadic(neg, mag, exp.astype(np.int64))
+
+
+def _x86_extended(raw: np.ndarray) -> Dyadic:
+    """x86 80-bit extended in the first 10 bytes of each item: a 64-bit mantissa with an
+    explicit integer bit, then sign | 15-bit exponent (bias 16383)."""
+    mag = raw[:, :8].copy().view("<u8")[:, 0].astype(np.uint64)
+    top = raw[:, 8:10].copy().view("<u2")[:, 0].astype(np.int64)
+    field, neg = top & 0x7FFF, (top >> 15).astype(bool)
+    if (field == 0x7FFF).any():
+        raise FileError("holds a NaN or an infinity")
+    integer_bit = (mag >> np.uint64(63)).astype(bool)
+    if (integer_bit != (field != 0)).any():
+        raise FileError("is not in the x86 80-bit long double layout (an integer bit "
+                        "disagrees with its exponent): refused rather than guessed")
+    if raw.shape[1] > 10 and ((mag == 0) & (raw[:, 10:] != 0).any(axis=1)).any():
+        raise FileError("is ambiguous: a long double reads as 0 in the x86 layout but its "
+                        "upper bytes are not 0 (IEEE binary128?): refused rather than guessed")
+    exp = np.where(field != 0, field, 1) - 16383 - 63
+    return Dyadic(neg, mag, exp.astype(np.int64))
+
+
+def _integers(raw: np.ndarray, signed: bool, order: str) -> Dyadic:
+    width = raw.shape[1]
+    if width not in (1, 2, 4, 8):
+        raise FileError(f"has {width}-byte integers (1, 2, 4 or 8 are read)")
+    values = raw.copy().view(f"{order}{'i' if signed else 'u'}{width}")[:, 0]
+    neg = values < 0
+    if signed:
+        # |INT64_MIN| = 2^63 fits in uint64: negate in unsigned arithmetic (two's complement)
+        wide = values.astype(np.int64).view(np.uint64)
+        mag = np.where(neg, (~wide) + np.uint64(1), wide)
+    else:
+        mag = values.astype(np.uint64)
+    return Dyadic(neg, mag, np.zeros(values.shape, dtype=np.int64))
+
+
+def decode(data: bytes, kind: str, width: int, order: str, count: int) -> Dyadic:
+    """`count` items of a dtype (`kind` f/i/u/b/bf16, `width` bytes, byte `order` < or >)."""
+    if len(data) != count * width:
+        raise FileError(f"holds {len(data)} data bytes, {count * width} expected")
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(count, width)
+    if order == ">":
+        raw = raw[:, ::-1]  # from here on, every item is little-endian
+    if kind == "b" and width == 1:
+        if (raw > 1).any():
+            raise FileError("holds a bool byte that is neither 0 nor 1")
+        return _integers(raw, False, "<")
+    if kind in ("i", "u"):
+        return _integers(raw, kind == "i", "<")
+    if kind == "bf16" or (kind == "f" and width in (2, 4, 8)):
+        name = "bf16" if kind == "bf16" else f"f{width}"
+        total, ebits, fbits = _IEEE[name]
+        bits = raw.copy().view(f"<u{width}")[:, 0]
+        return _ieee(bits, total, ebits, fbits)
+    if kind == "f" and width in (12, 16) and order == "<":
+        return _x86_extended(raw)
+    raise FileError(f"has dtype {kind}{width} ({order}), which the checker does not read")
+
+
+# ---- .npy / .npz ---------------------------------------------------------------------------
+
+def _npy(blob: bytes) -> Dyadic:
+    if blob[:6] != b"\x93NUMPY" or len(blob) < 10:
+        raise FileError("is not a .npy array (bad magic)")
+    major = blob[6]
+    if major == 1:
+        (size,), start = struct.unpack("<H", blob[8:10]), 10
+    elif major in (2, 3):
+        (size,), start = struct.unpack("<I", blob[8:12]), 12
+    else:
+        raise FileError(f"has .npy version {major}, which the checker does not read")
+    try:
+        header = ast.literal_eval(blob[start:start + size].decode("utf-8" if major == 3
+                                                                   else "latin1"))
+    except (ValueError, SyntaxError, UnicodeDecodeError) as error:
+        raise FileError(f"has a malformed .npy header: {error}") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise FileError("has a malformed .npy header")
+    descr, fortran, shape = header["descr"], header["fortran_order"], header["shape"]
+    if not (isinstance(descr, str) and isinstance(fortran, bool) and isinstance(shape, tuple)
+            and all(isinstance(n, int) and n >= 0 for n in shape)):
+        raise FileError(f"has an unsupported .npy header {header!r}")
+    order, kind, width = _descr(descr)
+    count = int(np.prod(shape, dtype=object)) if shape else 1
+    values = decode(blob[start + size:], kind, width, order, count)
+    if fortran:
+        return values.reshape(tuple(reversed(shape))).T
+    return values.reshape(shape)
+
+
+def _descr(descr: str) -> tuple[str, str, int]:
+    """`<f8` → ("<", "f", 8); `|b1` / `|u1` have no byte order."""
+    if len(descr) < 3 or descr[0] not in "<>|=" or descr[1] not in "fiub" \
+            or not descr[2:].isdigit():
+        raise FileError(f"has dtype {descr!r}, not real numbers the checker reads")
+    if descr[0] == "=":
+        raise FileError(f"has a native-order dtype {descr!r}")
+    return ("<" if descr[0] == "|" else descr[0]), descr[1], int(descr[2:])
+
+
+def _from_npz(path: Path, key: str) -> Dyadic:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n[:-4] for n in archive.namelist() if n.endswith(".npy")]
+            if key not in names:
+                raise FileError(f"has no array {key!r} (it has: "
+                                f"{', '.join(sorted(names)[:10]) or 'none'})")
+            return _npy(archive.read(key + ".npy"))
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise FileError(f"is not a well-formed .npz: {error}") from None
+
+
+# ---- .safetensors --------------------------------------------------------------------------
+
+_SAFETENSORS = {"F64": ("f", 8), "F32": ("f", 4), "F16": ("f", 2), "BF16": ("bf16", 2),
+                "I64": ("i", 8), "I32": ("i", 4), "I16": ("i", 2), "I8": ("i", 1),
+                "U64": ("u", 8), "U32": ("u", 4), "U16": ("u", 2), "U8": ("u", 1),
+                "BOOL": ("b", 1)}
+
+
+def _from_safetensors(path: Path, key: str) -> Dyadic:
+    with open(path, "rb") as stream:
+        head = stream.read(8)
+        total = path.stat().st_size
+        size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if not 0 < size <= total - 8:
+            raise FileError("is not a well-formed .safetensors file (header length)")
+        try:
+            header = json.loads(stream.read(size).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise FileError(f"has a malformed .safetensors header: {error}") from None
+        if not isinstance(header, dict) or key == "__metadata__" or key not in header:
+            names = sorted(k for k in header if k != "__metadata__") \
+                if isinstance(header, dict) else []
+            raise FileError(f"has no tensor {key!r} (it has: {', '.join(names[:10]) or 'none'})")
+        entry = header[key]
+        try:
+            kind, width = _SAFETENSORS[entry["dtype"]]
+            shape = tuple(int(n) for n in entry["shape"])
+            start, end = (int(n) for n in entry["data_offsets"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise FileError(f"tensor {key!r}: unsupported or malformed entry ({error})") from None
+        if not 0 <= start <= end <= total - 8 - size or min(shape, default=0) < 0:
+            raise FileError(f"tensor {key!r} has corrupt data offsets")
+        stream.seek(8 + size + start)
+        data = stream.read(end - start)
+    count = int(np.prod(shape, dtype=object)) if shape else 1
+    return decode(data, kind, width, "<", count).reshape(shape)
+
+
+def read_array(path: Path, key: str) -> Dyadic:
+    """The array stored under `key` in a `.npz` or `.safetensors` file, exactly."""
+    if not path.is_file():
+        raise FileError("does not exist")
+    suffix = path.suffix.lower()
+    if suffix not in (".npz", ".safetensors"):
+        raise FileError("is neither a .npz nor a .safetensors file")
+    try:
+        return (_from_npz if suffix == ".npz" else _from_safetensors)(path, key)
+    except FileError:
+        raise
+    except (struct.error, ValueError, OSError, KeyError, TypeError) as error:
+        raise FileError(f"cannot be read: {error}") from None

@@ -1,0 +1,241 @@
+"""The checker's reading of the spec and weight files a certificate document names.
+
+Where the files are: a document stores `spec.path`, the spec's path relative to the folder
+of the certificate file itself (so `absorb-prove check` finds it from any working
+directory, and the same spec and certificate location always give the same bytes); each
+`load("file", ...)` is relative to the spec's folder, as LANGUAGE.md says.
+
+Staleness: the spec's bytes and every weight file's bytes must have the SHA-256 the
+document records, and the checker's own reading of them (`source.py`, `files.py`) must give
+exactly the blocks the document embeds: exact strings for blocks within the exact-work
+limit, matrix sources (literal, or file, key, transpose and file SHA-256) beyond it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from .files import Dyadic, FileError, read_array, sha256_file
+from .source import (
+    BlockSource,
+    Load,
+    SourceError,
+    SpecSource,
+    Value,
+    activation_json,
+    read_spec,
+    skip_json,
+)
+
+MAX_SHOWN = 60  # characters of a differing value shown in a message
+
+
+class Stale(Exception):
+    """The files no longer read as the document says; the message says what changed."""
+
+
+@dataclass(frozen=True)
+class Rational:
+    """A literal matrix from the spec, with the same reading interface as `Dyadic`."""
+
+    values: list[list[Fraction]]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.values), len(self.values[0]) if self.values else 0
+
+    def row(self, i: int) -> list[Fraction]:
+        return list(self.values[i])
+
+    def column(self, j: int) -> list[Fraction]:
+        return [row[j] for row in self.values]
+
+    def rows(self) -> list[list[Fraction]]:
+        return [list(r) for r in self.values]
+
+    def residues(self, p: int, index: Any) -> list[int]:
+        items = self.row(index) if isinstance(index, int) else self.column(index[1])
+        for x in items:
+            if x.denominator % p == 0:
+                raise FileError(f"a denominator is divisible by {p}")
+        return [x.numerator * pow(x.denominator, -1, p) % p for x in items]
+
+
+Exact = Dyadic | Rational
+
+
+def spec_location(doc: dict[str, Any], certificate: Path) -> Path:
+    """Where the document's spec is: its stored path, relative to the certificate's folder."""
+    return Path(os.path.normpath(certificate.parent / str(doc["spec"]["path"])))
+
+
+class Reading:
+    """One spec file as the checker reads it, with its weight files (read once each)."""
+
+    def __init__(self, spec_file: Path):
+        self.spec_file = spec_file
+        self.folder = spec_file.parent
+        data = spec_file.read_bytes()
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self._arrays: dict[tuple[str, str], Dyadic] = {}
+        self._hashes: dict[str, str | None] = {}
+        self.error = ""
+        self.source = SpecSource()
+        try:
+            self.source = read_spec(data.decode("utf-8"))
+        except (SourceError, UnicodeDecodeError) as error:
+            self.error = f"the checker cannot read {spec_file}: {error}"
+
+    # ---- files -----------------------------------------------------------------------------
+
+    def file_hash(self, file: str) -> str | None:
+        """SHA-256 of a weight file's bytes (None: not found)."""
+        if file not in self._hashes:
+            path = self.folder / file
+            self._hashes[file] = sha256_file(path) if path.is_file() else None
+        return self._hashes[file]
+
+    def matrix(self, value: Value, where: str) -> Exact:
+        if not isinstance(value, Load):
+            return Rational(value)
+        if (value.file, value.key) not in self._arrays:
+            try:
+                self._arrays[(value.file, value.key)] = read_array(self.folder / value.file,
+                                                                   value.key)
+            except FileError as error:
+                raise Stale(f"{where}: {value.file!r} (key {value.key!r}) {error}") from None
+        array = self._arrays[(value.file, value.key)]
+        return array.T if value.transpose else array
+
+    def block(self, name: str) -> BlockSource:
+        if name not in self.source.blocks:
+            raise Stale(f"block '{name}' is no longer in {self.spec_file}")
+        return self.source.blocks[name]
+
+    def loads(self, names: list[str]) -> list[Load]:
+        found = []
+        for name in names:
+            for layer in self.block(name).layer_list() or []:
+                found += [v for v in layer.values() if isinstance(v, Load)]
+        return found
+
+    # ---- the blocks as documents embed them ------------------------------------------------
+
+    def block_json(self, name: str, by_source: bool) -> dict[str, Any]:
+        """The checker's version of the prover's embedded block (`proofs.block_json`)."""
+        b = self.block(name)
+        act = activation_json(b.activation)
+        dim, width, depth = (_whole(x) for x in (b.dim, b.width, b.depth))
+        layers = b.layer_list()
+        if layers is None:
+            stored: Any = None
+        elif by_source:
+            per_layer = dim * width * (3 if act["gated"] else 2)
+            count = depth * per_layer + (dim * dim if isinstance(b.skip, list) else 0)
+            stored = {"weights": count,
+                      "sources": [{k: self._source(v) for k, v in layer.items()}
+                                  for layer in layers]}
+        else:
+            stored = [{k: self._strings(v, f"block '{name}' {k}") for k, v in layer.items()}
+                      for layer in layers]
+        return {"name": b.name, "activation": act, "dim": dim, "width": width, "depth": depth,
+                "skip": skip_json(b.skip), "layers": stored}
+
+    def _source(self, value: Value) -> dict[str, Any]:
+        if not isinstance(value, Load):
+            return {"literal": True}
+        return {"file": value.file, "key": value.key, "transpose": value.transpose,
+                "sha256": self.file_hash(value.file)}
+
+    def _strings(self, value: Value, where: str) -> Any:
+        if isinstance(value, Load):
+            return _nested_str(self.matrix(value, where).rows())
+        return _nested_str(value)
+
+    def weights(self, doc: dict[str, Any]) -> dict[str, list[dict[str, Exact]]]:
+        """Exact matrices of the blocks the document stores by source (read by the checker)."""
+        out = {}
+        for name, stored in doc["blocks"].items():
+            if isinstance(stored, dict) and isinstance(stored.get("layers"), dict):
+                out[name] = [{k: self.matrix(v, f"block '{name}' {k}") for k, v in layer.items()}
+                             for layer in self.block(name).layer_list() or []]
+        return out
+
+    # ---- staleness -------------------------------------------------------------------------
+
+    def stale(self, doc: dict[str, Any]) -> str:
+        """What changed since the document was issued ("" if nothing did)."""
+        changes = []
+        if self.sha256 != doc["spec"]["sha256"]:
+            certified = str(doc["spec"]["sha256"])[:12]
+            changes.append(f"the spec {self.spec_file} changed since certification "
+                           f"(SHA-256 {self.sha256[:12]}…, certified {certified}…)")
+        if self.error:
+            return "; ".join(changes + [self.error])
+        names = list(doc["blocks"])
+        try:
+            changes += self._files(doc, names)
+            line = int(doc["line"])
+            if self.source.statements.get(line) != doc["statement"]:
+                changes.append(f"line {line} of {self.spec_file} no longer states "
+                               f"'{doc['statement']}'")
+            for name in names:
+                embedded = doc["blocks"][name]
+                by_source = isinstance(embedded, dict) and isinstance(embedded.get("layers"),
+                                                                      dict)
+                mine = self.block_json(name, by_source)
+                if mine != embedded:
+                    changes.append(f"block '{name}' differs from the certified one: "
+                                   f"{_difference(mine, embedded)}")
+        except Stale as why:
+            changes.append(str(why))
+        except SourceError as why:
+            changes.append(f"the checker cannot read {self.spec_file}: {why}")
+        return "; ".join(changes)
+
+    def _files(self, doc: dict[str, Any], names: list[str]) -> list[str]:
+        recorded = doc["files"]
+        loaded = sorted({load.file for load in self.loads(names)})
+        changes = []
+        if sorted(recorded) != loaded:
+            changes.append(f"the blocks load {loaded or 'no file'}, the certificate records "
+                           f"{sorted(recorded) or 'none'}")
+        for file in sorted(set(recorded) & set(loaded)):
+            now = self.file_hash(file)
+            if now is None:
+                changes.append(f"weight file {file!r} is not found")
+            elif now != recorded[file]:
+                changes.append(f"weight file {file!r} changed since certification "
+                               f"(SHA-256 {now[:12]}…, certified {str(recorded[file])[:12]}…)")
+        if changes:  # the blocks would be read from changed files: say only that
+            raise Stale("; ".join(changes))
+        return []
+
+
+def _whole(x: Fraction | None) -> int:
+    if x is None or x.denominator != 1:
+        raise SourceError(f"expected a whole number, got {x}")
+    return int(x)
+
+
+def _nested_str(value: Any) -> Any:
+    return [_nested_str(v) for v in value] if isinstance(value, list) else str(value)
+
+
+def _difference(mine: Any, certified: Any, at: str = "") -> str:
+    """The first place where two embedded-block values differ, for the message."""
+    if isinstance(mine, dict) and isinstance(certified, dict):
+        for key in sorted(set(mine) | set(certified), key=str):
+            if mine.get(key) != certified.get(key):
+                return _difference(mine.get(key), certified.get(key), f"{at}.{key}".lstrip("."))
+    if isinstance(mine, list) and isinstance(certified, list) and len(mine) == len(certified):
+        for i, (a, b) in enumerate(zip(mine, certified, strict=True)):
+            if a != b:
+                return _difference(a, b, f"{at}[{i}]")
+    return (f"{at or 'value'}: the spec gives {str(mine)[:MAX_SHOWN]}, the certificate "
+            f"{str(certified)[:MAX_SHOWN]}")
