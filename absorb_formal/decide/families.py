@@ -6,6 +6,8 @@ Facts, each with the rule that proves it:
 - T1–T4: never (so generically not, not sometimes, not always).
 - any O(a) activation, any depth: always at width ≥ m + 2·rank(S) (each layer keeps its own
   neurons and adds rank(S) pairs ±y with ±c/(2a), which realise S).
+- relu family in d = 1, any depth: always at width ≥ 2 (one line: two neurons x, −x realise
+  each layer); at depth 1 and width 1, generically not but sometimes (S ≠ 0).
 - O(a)+N at depth 1 (relu family, analytic family) and linear activations: the table of §4.
 """
 
