@@ -48,6 +48,10 @@ WIDTH_ONE = {"always": False, "sometimes": True, "never": False, "generically no
     (family(acts.simple("relu"), 3), 1, WIDTH_ONE),
     (family(LEAKY, 4, scale=Fraction(-3, 2)), 1, WIDTH_ONE),
     (family(acts.simple("relu"), 1), 1, WIDTH_ONE),   # m = 1: the §4 table's generic case
+    (family(acts.simple("relu"), 3, scale=Fraction(0)), 2, ALWAYS),  # skip none, w < m
+    # S = 0: every u_i > 0 (an open set) gives c relu(x); relu(x) + relu(-x) needs two.
+    (family(LEAKY, 3, scale=Fraction(0)), 1, {"always": False, "sometimes": True,
+                                              "never": False, "generically not": False}),
 ])
 def test_relu_family_in_one_dimension_at_every_width(block, size, expected):
     found = families.facts(block, size)
@@ -71,6 +75,9 @@ claim F is generically not absorbable at width 1
 claim F is sometimes absorbable at width 1
 claim F is always absorbable at width 1
 claim L is always absorbable at width 2
+block P { activation relu  dim 1  width 3  skip none }
+claim P is generically not absorbable at width 1
+claim P is always absorbable at width 2
 """
 
 
@@ -87,7 +94,7 @@ def test_family_certificates_check(cli, write_spec, tmp_path):
     docs = certificates(cli, write_spec, tmp_path, FAMILY_SPEC)
     outcomes = {line: doc["outcome"] for line, doc in docs.items()}
     assert outcomes == {4: "proved", 5: "proved", 6: "proved", 7: "proved", 8: "refuted",
-                        9: "proved"}
+                        9: "proved", 11: "refuted", 12: "proved"}
     for line, doc in docs.items():
         assert verify(doc).status == "valid", (line, verify(doc).reason)
     assert "example" in docs[7]["certificate"]  # "sometimes" shows a member and its witness
@@ -102,6 +109,8 @@ def test_family_certificates_check(cli, write_spec, tmp_path):
     (6, lambda doc: doc["blocks"]["F"].update(depth=2)),         # width 1: depth 1 only
     (4, lambda doc: (doc["claim"].update(width=1),              # width >= 2 rule at width 1
                      doc["certificate"].update(width=1))),
+    (6, lambda doc: doc["blocks"]["F"].update(skip={"scale": "0"})),  # S = 0: not generic
+    (11, lambda doc: doc["blocks"]["P"].update(skip={"scale": "1"})),  # S != 0: generic
 ])
 def test_checker_holds_the_one_dimension_rules_to_their_preconditions(cli, write_spec,
                                                                       tmp_path, line, tamper):

@@ -474,6 +474,7 @@ FAMILY_TRUTHS = {
                                 "generically not": False},
     "§4 relu family in d = 1, width 1": {"sometimes": True, "never": False,
                                          "generically not": True, "always": False},
+    "§4 relu family in d = 1, width 1, S = 0": {"generically not": False, "always": False},
     "§4 subset condition": {"sometimes": True, "never": False},
     "§4 genericity": {"generically not": True, "always": False},
     "plain family": {"always": True, "generically not": False},
@@ -531,6 +532,9 @@ def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
     elif rule == "§4 relu family in d = 1, width 1":
         require(family[0] == "relu" and d == 1 and width == 1 and r == 1,
                 "needs relu family, d = 1, width 1, S != 0")
+    elif rule == "§4 relu family in d = 1, width 1, S = 0":
+        require(family[0] == "relu" and d == 1 and width == 1 and m >= 2 and r == 0,
+                "needs relu family, d = 1, width 1, m >= 2, S = 0")
     elif rule == "§4 subset condition":
         require(r <= m <= width, "needs rank(S) <= m <= width")
     elif rule == "§4 genericity":

@@ -7,7 +7,8 @@ Facts, each with the rule that proves it:
 - any O(a) activation, any depth: always at width ≥ m + 2·rank(S) (each layer keeps its own
   neurons and adds rank(S) pairs ±y with ±c/(2a), which realise S).
 - relu family in d = 1, any depth: always at width ≥ 2 (one line: two neurons x, −x realise
-  each layer); at depth 1 and width 1, generically not but sometimes (S ≠ 0).
+  each layer); at depth 1 and width 1 (m ≥ 2), generically not but sometimes (S ≠ 0), neither
+  always nor generically not (S = 0: all u_i > 0 is an open set of absorbable weights).
 - O(a)+N at depth 1 (relu family, analytic family) and linear activations: the table of §4.
 """
 
@@ -75,6 +76,9 @@ def _plain(block: Block, size: int, out: Facts) -> None:
                 "argument": "with skip none the block is a plain block of width m <= w"}
         out.set("always", True, "plain family (skip none)", rule)
         out.set("generically not", False, "plain family (skip none)", rule)
+    family = ridge(block.activation)
+    if family is not None and family.family == "relu" and block.dim == 1:
+        _line_table(block, size, 0, out)
 
 
 def _odd_linear(block: Block, size: int, out: Facts) -> None:
@@ -181,6 +185,13 @@ def _line_table(block: Block, size: int, r: int, out: Facts) -> None:
         out.set("sometimes", True, "§4 relu family, d = 1, width 1", example)
         out.set("never", False, "§4 relu family, d = 1, width 1", example)
         out.set("generically not", True, "§4 relu family, d = 1, width 1", rule)
+        out.set("always", False, "§4 relu family, d = 1, width 1", rule)
+    elif block.depth == 1 and block.width >= 2:  # S = 0: the empty J meets the condition
+        rule = {"kind": "rule", "rule": "§4 relu family in d = 1, width 1, S = 0", "width": size,
+                "argument": "with S = 0, weights with every u_i > 0 (an open set) give c relu(x), "
+                            "one neuron; relu(x) + relu(-x) (m >= 2) is Lx + v|x| with "
+                            "L != +-rho v, which one neuron does not realise"}
+        out.set("generically not", False, "§4 relu family, d = 1, width 1", rule)
         out.set("always", False, "§4 relu family, d = 1, width 1", rule)
 
 
