@@ -27,7 +27,7 @@ from .canonical import CanonicalForm, form_of_layer, normalise
 
 MAX_SIGN_ENUMERATION = 12  # k ≥ 1 sub-problems enumerate 2^singles sign vectors, always
 MAX_SIGNS_SMALL = 16         # and up to this many when the matrices are small (the checker's cap)
-MAX_SIGN_WORK = 2**14 * 27   # 2^n·d·b·min(d, b): d = 3 up to 14 signs (checker re-walk ~2 s)
+MAX_SIGN_WORK = 2**14 * 27   # 2^n·d·b·min(d, b): d = 3 up to 14 signs (checker re-walk 2.7 s)
 MAX_SUBPROBLEMS = 4000      # (Δ, k) pairs examined before the search gives up
 
 
