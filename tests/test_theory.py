@@ -74,7 +74,8 @@ def test_every_witness_computes_the_block(block):
         decision = concrete.at_width(block, size)
         assert decision.absorbable is not None, decision.reason
         if decision.absorbable:
-            assert decision.witness[0].up.shape == (size, block.dim)
+            rows, cols = decision.witness[0].up.shape  # zero neurons may be left out (§4)
+            assert rows <= size and cols == block.dim
             assert_same_function(block, decision.witness)
 
 

@@ -389,15 +389,27 @@ def _case(family: tuple[str, Fraction, Fraction | None], lam: Rows,
         require(ref["kind"] == "subset search" and ref["method"] == "sign enumeration",
                 "k >= 1 cases are refuted by enumeration")
         require(len(singles) <= MAX_ENUMERATION, "too many signs to re-enumerate")
-        r = forms.rho(family)
-        for bits in itertools.product((1, -1), repeat=len(singles)):
-            m = lam
-            for i, s in zip(singles, bits, strict=True):
-                m = exact.combine(m, exact.outer(keys[i][1], keys[i][0]), -r * s)
-            projected = tuple(tuple(exact.dot(row, b) for b in basis) for row in m)
-            require(exact.rank(projected) > k, f"signs {bits} reach rank <= {k}")
+        _signs_refuted(terms, target, k)
         return
     subset_refutation(terms, target, ref)
+
+
+def _signs_refuted(terms: list[Rows], target: Rows, k: int) -> None:
+    """rank(M_s Q) > k for all 2^n signs. With every s_ℓ = + it is M_+ Q = −target, and
+    turning s_ℓ to − adds terms[ℓ] = 2ρ v_ℓ ū_ℓ^T Q: a Gray-code walk makes one such update
+    per sign vector instead of rebuilding M_s."""
+    current = [[-x for x in row] for row in target]
+    negative = [False] * len(terms)
+    for t in range(1, 2 ** len(terms) + 1):
+        require(exact.rank(current) > k, f"signs {[-1 if n else 1 for n in negative]} reach "
+                                         f"rank <= {k}")
+        if t == 2 ** len(terms):
+            return
+        j = (t & -t).bit_length() - 1  # the bit that changes between Gray codes t − 1 and t
+        sign = -1 if negative[j] else 1
+        current = [[x + sign * y for x, y in zip(row, step, strict=True)]
+                   for row, step in zip(current, terms[j], strict=True)]
+        negative[j] = not negative[j]
 
 
 def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> None:
@@ -534,6 +546,9 @@ FAMILY_TRUTHS = {
     "spare pairs": {"always": True, "sometimes": True, "never": False, "generically not": False},
     "§4 relu family in d = 1": {"always": True, "sometimes": True, "never": False,
                                 "generically not": False},
+    "§4 relu family in d = 1, width 1": {"sometimes": True, "never": False,
+                                         "generically not": True, "always": False},
+    "§4 relu family in d = 1, width 1, S = 0": {"generically not": False, "always": False},
     "§4 subset condition": {"sometimes": True, "never": False},
     "§4 genericity": {"generically not": True, "always": False},
     "plain family": {"always": True, "generically not": False},
@@ -580,12 +595,20 @@ def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
         require(width >= m + 2 * r, "needs width >= m + 2 rank(S)")
         return
     family = lemmas.ridge_family(act)
+    if rule == "§4 relu family in d = 1":  # any depth: a stack of width-2 layers (§4, §5)
+        require(family is not None and family[0] == "relu" and d == 1 and width >= 2,
+                "needs relu family, d = 1, width >= 2")
+        return
     require(family is not None and block["depth"] == 1, "needs a depth-1 O(a)+N activation")
     assert family is not None
     if rule == "§4 rank of S":
         require(m + width < 2 * r, "needs m + width < 2 rank(S)")
-    elif rule == "§4 relu family in d = 1":
-        require(family[0] == "relu" and d == 1 and m >= 2 and width == m, "needs relu, d = 1")
+    elif rule == "§4 relu family in d = 1, width 1":
+        require(family[0] == "relu" and d == 1 and width == 1 and r == 1,
+                "needs relu family, d = 1, width 1, S != 0")
+    elif rule == "§4 relu family in d = 1, width 1, S = 0":
+        require(family[0] == "relu" and d == 1 and width == 1 and m >= 2 and r == 0,
+                "needs relu family, d = 1, width 1, m >= 2, S = 0")
     elif rule == "§4 subset condition":
         require(r <= m <= width, "needs rank(S) <= m <= width")
     elif rule == "§4 genericity":

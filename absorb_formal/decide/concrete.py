@@ -74,11 +74,19 @@ def ridge_width(cf: CanonicalForm, block: Block, size: int) -> Decision:
     if size < max(cf.p, 1):
         return Decision(False, WIDTH_METHOD, width.key_count_refutation(cf, size),
                         detail=f"{cf.p} keys need {cf.p} neurons")
-    found = width.search(cf, size)
+    assert block.layers is not None
+    own = block.layers[0]
+    bound = width.upper_bound(cf, own)
+    # Absorbable at w implies absorbable at every w' >= w (zero neurons): at or above the
+    # bound (<= m + 2 rank S) no search is needed.
+    found = width.Search(choice=bound) if bound.cost <= size else width.search(cf, size, own)
     if found.choice is not None:
-        layer = width.build(cf, found.choice, size)
+        # The witness keeps at most max(m, cost) neurons: the checker accepts a witness
+        # narrower than the width asked, so a huge width costs nothing.
+        narrow = min(size, max(block.width, found.choice.cost))
+        layer = width.build(cf, found.choice, narrow)
         return Decision(True, WIDTH_METHOD,
-                        width.witness_certificate(cf, found.choice, layer, size),
+                        width.witness_certificate(cf, found.choice, layer, narrow),
                         witness=(layer,), detail=describe(cf, found.choice, block))
     if found.incomplete:
         return undecided(f"width search incomplete: {found.incomplete}")
@@ -143,9 +151,10 @@ def stacked(block: Block, size: int) -> Decision:
                              "only when every layer is absorbable")
         assert decision.witness is not None
         layers.append(decision.witness[0])
-    stack = tuple(layers)
+    common = max(layer.up.shape[0] for layer in layers)  # witnesses may be narrower than size
+    stack = tuple(pad(layer, common) for layer in layers)
     return Decision(True, "§5 stack of per-layer witnesses",
-                    cert.witness(stack, size, "each layer's canonical form equals the "
+                    cert.witness(stack, common, "each layer's canonical form equals the "
                                  "block layer's"), witness=stack,
                     detail=f"{block.depth} layers, each absorbable")
 
@@ -188,8 +197,9 @@ def minimal_width(block: Block) -> MinWidth:
             return _bracket(block, w, linear.METHOD)
         cf = canonical_form(block)
         if cf is not None:
-            bound = width.upper_bound(cf)
-            found = width.search(cf, bound.cost)
+            assert block.layers is not None
+            bound = width.upper_bound(cf, block.layers[0])
+            found = width.search(cf, bound.cost, block.layers[0])
             if found.choice is None:
                 return MinWidth(False, reason=f"min width is between {max(1, found.lower)} and "
                                               f"{found.upper}; width search incomplete: "

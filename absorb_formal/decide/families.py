@@ -6,6 +6,9 @@ Facts, each with the rule that proves it:
 - T1–T4: never (so generically not, not sometimes, not always).
 - any O(a) activation, any depth: always at width ≥ m + 2·rank(S) (each layer keeps its own
   neurons and adds rank(S) pairs ±y with ±c/(2a), which realise S).
+- relu family in d = 1, any depth: always at width ≥ 2 (one line: two neurons x, −x realise
+  each layer); at depth 1 and width 1 (m ≥ 2), generically not but sometimes (S ≠ 0), neither
+  always nor generically not (S = 0: all u_i > 0 is an open set of absorbable weights).
 - O(a)+N at depth 1 (relu family, analytic family) and linear activations: the table of §4.
 """
 
@@ -73,6 +76,9 @@ def _plain(block: Block, size: int, out: Facts) -> None:
                 "argument": "with skip none the block is a plain block of width m <= w"}
         out.set("always", True, "plain family (skip none)", rule)
         out.set("generically not", False, "plain family (skip none)", rule)
+    family = ridge(block.activation)
+    if family is not None and family.family == "relu" and block.dim == 1:
+        _line_table(block, size, 0, out)
 
 
 def _odd_linear(block: Block, size: int, out: Facts) -> None:
@@ -93,6 +99,9 @@ def _odd_linear(block: Block, size: int, out: Facts) -> None:
         out.set("sometimes", True, "spare pairs (§4)", rule)
         out.set("never", False, "spare pairs (§4)", rule)
         out.set("generically not", False, "spare pairs (§4)", rule)
+    family = ridge(block.activation)
+    if family is not None and family.family == "relu" and block.dim == 1:
+        _line_table(block, size, r, out)
     if block.depth != 1:
         return
     if props.linear:
@@ -133,15 +142,7 @@ def _ridge_table(block: Block, size: int, r: int, out: Facts) -> None:
     if size < m:
         return
     if family.family == "relu" and d == 1 and m >= 2:
-        if size == m:
-            rule = {"kind": "rule", "rule": "§4 relu family in d = 1", "width": size,
-                    "argument": "all neurons share one line, so p <= 1 and the key can be "
-                                "doubled: width p + 1 <= 2 <= m always suffices"}
-            rule = _with_example(block, size, rule, "always")
-            for modality, value in (("always", True), ("sometimes", True), ("never", False),
-                                    ("generically not", False)):
-                out.set(modality, value, "§4 relu family, d = 1", rule)
-        return
+        return  # one line: _line_table decided every width
     if r <= m:
         example = _with_example(block, size, {
             "kind": "rule", "rule": "§4 subset condition", "rank_S": r, "width": size,
@@ -157,6 +158,41 @@ def _ridge_table(block: Block, size: int, r: int, out: Facts) -> None:
                                "each a proper algebraic condition since S != 0"}
         out.set("generically not", True, "§4 genericity", generic)
         out.set("always", False, "§4 genericity", generic)
+
+
+def _line_table(block: Block, size: int, r: int, out: Facts) -> None:
+    """relu family in d = 1 (MATH.md §4): every neuron is on the one line, so B(x) = Λx + v|x|
+    and a plain layer realises any (Λ, v) with two neurons (x and −x), and with one neuron
+    exactly Λ = ±ρv, i.e. s + 2a Σ_{i∈J} d_i u_i = 0 for J = {u_i > 0} or J = {u_i < 0}."""
+    if size >= 2:
+        # Any depth: each layer alone is absorbable at width 2, and a stack of absorbable
+        # layers is absorbable (MATH.md §5).
+        rule = {"kind": "rule", "rule": "§4 relu family in d = 1", "width": size,
+                "argument": "all neurons share one line, so each layer is Lx + v|x|, which "
+                            "the two neurons x and -x realise: width 2 <= w always suffices, "
+                            "layer by layer"}
+        rule = _with_example(block, size, rule, "always")
+        for modality, value in (("always", True), ("sometimes", True), ("never", False),
+                                ("generically not", False)):
+            out.set(modality, value, "§4 relu family, d = 1", rule)
+    elif block.depth == 1 and block.width >= 2 and r == 1:  # m = 1: the §4 table's generic case
+        rule = {"kind": "rule", "rule": "§4 relu family in d = 1, width 1", "rank_S": r,
+                "width": size,
+                "argument": "one neuron realises Lx + v|x| iff L = +-rho v, i.e. s + 2a "
+                            "sum_{i in J} d_i u_i = 0 with J = {u_i > 0} or {u_i < 0}: a proper "
+                            "algebraic condition for each J since s != 0, met by some weights"}
+        example = _with_example(block, size, rule, "sometimes")
+        out.set("sometimes", True, "§4 relu family, d = 1, width 1", example)
+        out.set("never", False, "§4 relu family, d = 1, width 1", example)
+        out.set("generically not", True, "§4 relu family, d = 1, width 1", rule)
+        out.set("always", False, "§4 relu family, d = 1, width 1", rule)
+    elif block.depth == 1 and block.width >= 2:  # S = 0: the empty J meets the condition
+        rule = {"kind": "rule", "rule": "§4 relu family in d = 1, width 1, S = 0", "width": size,
+                "argument": "with S = 0, weights with every u_i > 0 (an open set) give c relu(x), "
+                            "one neuron; relu(x) + relu(-x) (m >= 2) is Lx + v|x| with "
+                            "L != +-rho v, which one neuron does not realise"}
+        out.set("generically not", False, "§4 relu family, d = 1, width 1", rule)
+        out.set("always", False, "§4 relu family, d = 1, width 1", rule)
 
 
 def _zero_example(block: Block, size: int) -> dict[str, Any]:
@@ -195,6 +231,8 @@ def example_member(block: Block, why: str) -> Block | None:
         j = n % d
         u = tuple(Fraction(1) if t == j else Fraction(n + 1) if t == (j + 1) % d and d > 1
                   else Fraction(0) for t in range(d))
+        if d == 1:  # u = −(n+2), opposite to the first neuron (rref: y = 1): in the relu
+            u = (Fraction(-n - 2),)  # family {u_i > 0} alone carries −S/(2a), width 1 fits
         neurons.append((u, tuple(Fraction(1) if t == j else Fraction(0) for t in range(d))))
         n += 1
     layer = Layer(Matrix([u for u, _ in neurons]),

@@ -23,9 +23,11 @@ from .. import certificates as cert
 from .. import linalg
 from ..model import Layer, Matrix
 from . import subset
-from .canonical import CanonicalForm, form_of_layer
+from .canonical import CanonicalForm, form_of_layer, normalise
 
-MAX_SIGN_ENUMERATION = 12  # k ≥ 1 sub-problems enumerate 2^singles sign vectors
+MAX_SIGN_ENUMERATION = 12  # k ≥ 1 sub-problems enumerate 2^singles sign vectors, always
+MAX_SIGNS_SMALL = 16         # and up to this many when the matrices are small (the checker's cap)
+MAX_SIGN_WORK = 2**14 * 27   # 2^n·d·b·min(d, b): d = 3 up to 14 signs (checker re-walk 2.7 s)
 MAX_SUBPROBLEMS = 4000      # (Δ, k) pairs examined before the search gives up
 
 
@@ -105,24 +107,58 @@ def feasible(cf: CanonicalForm, delta: tuple[int, ...], k: int
         # The terms are W_ℓ Q for the singles, in this order, against −M_+ Q.
         refutation = {**answer.certificate, "complement_basis": [cert.vector(q) for q in basis]}
         return answer.status, None, refutation, answer.reason
-    if len(singles) > MAX_SIGN_ENUMERATION:
+    if not enumerable(len(singles), cf.dim, len(basis)):
         return "unknown", None, {}, (f"{len(singles)} single keys: too many sign vectors to "
                                      f"enumerate for rank <= {k}")
-    for bits in itertools.product((1, -1), repeat=len(singles)):
-        trial = dict(zip(singles, bits, strict=True))
-        if linalg.rank(times(m_matrix(cf, trial), basis)) <= k:
-            return "found", Choice(tuple(trial.items()), delta, k, cost), {}, ""
+    trial = low_rank_signs(cf, singles, basis, k)
+    if trial is not None:
+        return "found", Choice(tuple(trial.items()), delta, k, cost), {}, ""
     return "none", None, {"kind": "subset search", "method": "sign enumeration",
                           "complement_basis": [cert.vector(q) for q in basis],
                           "argument": f"every one of the 2^{len(singles)} sign vectors gives "
                                       f"rank(M_s Q) > {k}"}, ""
 
 
-def upper_bound(cf: CanonicalForm) -> Choice:
-    """A cheap feasible choice: all signs +, no doubles; or doubles on independent keys."""
+def enumerable(n: int, d: int, b: int) -> bool:
+    """Whether 2^n sign vectors of d×b matrices are few enough to walk (and re-walk in the
+    checker, whose cap is 16 signs): up to 12 signs always, more while 2^n·d·b·min(d, b)
+    stays under MAX_SIGN_WORK (d = b = 3: 14 signs, d = b = 2: 15)."""
+    if n <= MAX_SIGN_ENUMERATION:
+        return True
+    return n <= MAX_SIGNS_SMALL and 2**n * d * b * min(d, b) <= MAX_SIGN_WORK
+
+
+def low_rank_signs(cf: CanonicalForm, singles: list[int], basis: list[linalg.Vec],
+                   k: int) -> dict[int, int] | None:
+    """Signs s with rank(M_s Q) ≤ k, or None: a Gray-code walk over the 2^n sign vectors, one
+    exact rank-one update of M_s Q per step (flipping s_ℓ from + to − adds 2ρ v_ℓ (Qᵀū_ℓ)ᵀ)."""
+    signs = {i: 1 for i in singles}
+    current = linalg.to_flint(times(m_matrix(cf, signs), basis), len(basis))
+    steps = [linalg.to_flint(linalg.outer(cf.keys[i][1],
+                                          [linalg.dot(cf.keys[i][0], q) for q in basis],
+                                          2 * cf.ridge.rho), len(basis)) for i in singles]
+    for t in range(1, 2 ** len(singles) + 1):
+        if current.rank() <= k:
+            return dict(signs)
+        if t == 2 ** len(singles):
+            return None
+        j = (t & -t).bit_length() - 1  # the bit that changes between Gray codes t−1 and t
+        i = singles[j]
+        current = current + steps[j] if signs[i] > 0 else current - steps[j]
+        signs[i] = -signs[i]
+    return None
+
+
+def upper_bound(cf: CanonicalForm, layer: Layer | None = None) -> Choice:
+    """A cheap feasible choice: all signs +, no doubles; doubles on independent keys; or,
+    given the block's own layer, its neurons' orientations (cost <= m + 2 rank S)."""
     plus_all = {i: 1 for i in range(cf.p)}
     k = linalg.rank(cf.lam if not cf.keys else m_matrix(cf, plus_all))
     best = Choice(tuple(plus_all.items()), (), k, cf.p + 2 * k)
+    if layer is not None:
+        own = own_choice(cf, layer)
+        if own.cost < best.cost:
+            best = own
     independent: list[int] = []
     for i in range(cf.p):
         if linalg.rank([cf.keys[j][0] for j in [*independent, i]]) > len(independent):
@@ -138,10 +174,30 @@ def upper_bound(cf: CanonicalForm) -> Choice:
     return best
 
 
-def search(cf: CanonicalForm, limit: int) -> Search:
+def own_choice(cf: CanonicalForm, layer: Layer) -> Choice:
+    """The block's own neurons, read as a choice (MATH.md §4, "at most m + 2·rank(S)"): a key
+    whose neurons all face one way is a single with that sign, a key with both orientations a
+    double. Then M_s Π_Δ = (S + Σ_{keys that cancel} a Σ α_i d_i ū^T) Π_Δ: rank ≤ rank S plus
+    the cancelled keys, each of which used ≥ 2 of the m neurons, as does each double."""
+    index = {key: n for n, (key, _) in enumerate(cf.keys)}
+    faces: dict[int, set[int]] = {}
+    for i, u in enumerate(layer.up.rows):
+        if any(u) and any(layer.down.column(i)):
+            key, alpha = normalise(u, cf.ridge.family)
+            if key in index:
+                faces.setdefault(index[key], set()).add(1 if alpha > 0 else -1)
+    delta = tuple(i for i in range(cf.p) if len(faces[i]) == 2)
+    signs = {i: next(iter(faces[i])) for i in range(cf.p) if i not in delta}
+    basis = complement(cf, delta)
+    k = linalg.rank(times(m_matrix(cf, signs), basis)) if basis else 0
+    return Choice(tuple(signs.items()), delta, k, cf.p + len(delta) + 2 * k)
+
+
+def search(cf: CanonicalForm, limit: int, layer: Layer | None = None) -> Search:
     """The cheapest feasible choice of cost ≤ limit, with a refutation of every cheaper
-    (Δ, k); stops early (incomplete) when a sub-problem is undecided or too many remain."""
-    bound = upper_bound(cf)
+    (Δ, k); stops early (incomplete) when a sub-problem is undecided or too many remain.
+    `layer`: the block's own, for a tighter upper bound (fewer sub-problems)."""
+    bound = upper_bound(cf, layer)
     out = Search(lower=cf.p, upper=bound.cost)
     examined = 0
     for cost in range(cf.p, min(limit, bound.cost) + 1):
