@@ -270,6 +270,9 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
         neurons += [(y, half), (tuple(-x for x in y), tuple(-x for x in half))]
     assert len(neurons) <= width, "witness larger than the width it was built for"
     zero = tuple(Fraction(0) for _ in range(cf.dim))
+    # A neuron with a zero output column computes nothing: store it as zero, so that no
+    # certificate field is left that the checker could not tie to the function.
+    neurons = [(u, v) if any(v) else (zero, zero) for u, v in neurons]
     neurons += [(zero, zero)] * (width - len(neurons))
     up = Matrix([u for u, _ in neurons])
     down = Matrix(linalg.transpose([d for _, d in neurons]))
