@@ -147,3 +147,58 @@ def test_a_wide_claim_on_a_narrow_block_completes(cli, write_spec):
     run = cli("--crosscheck", "40000", write_spec(NARROW.replace(
         "claim R is absorbable", "claim R is absorbable at width 60000")))
     assert run.code == 0 and "cross-check 40000 points" in run.out, run.out
+
+
+# --- 4. a timeout inside a property proof is never memoised ---------------------------------
+
+
+def test_a_timeout_inside_a_property_proof_is_not_cached(cli, write_spec, monkeypatch):
+    import sympy
+
+    from absorb_formal import budget
+    from absorb_formal import properties as props
+
+    monkeypatch.setattr(props, "_proved", {})  # prove tanh afresh in this test
+    real, calls = sympy.limit, []
+
+    def alarm_in_first_limit(*args, **kwargs):  # the claim's SIGALRM, at a fixed point
+        calls.append(args)
+        if len(calls) == 1:
+            raise budget.ClaimTimeout
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sympy, "limit", alarm_in_first_limit)
+    path = write_spec("block T { activation tanh dim 2 width 3 }\n"
+                      "claim T is never absorbable\nclaim T is never absorbable\n")
+    run = cli("--timeout", "60", path)
+    first, second = run.out.splitlines()[:2]
+    assert ": unknown: T is never absorbable — timeout after 60 s" in first, run.out
+    assert ": proved: T is never absorbable" in second and "T3" in second, run.out
+
+
+def test_sympy_failures_that_are_not_timeouts_still_mean_not_proved(monkeypatch):
+    import sympy
+
+    from absorb_formal import properties as props
+    from absorb_formal.activations import simple
+
+    monkeypatch.setattr(props, "_proved", {})
+
+    def broken(*args, **kwargs):
+        raise NotImplementedError("sympy cannot do this limit")
+
+    monkeypatch.setattr(sympy, "limit", broken)
+    assert not props.properties(simple("tanh")).bounded
+
+
+def test_properties_proved_past_the_deadline_are_not_cached(monkeypatch):
+    from absorb_formal import budget
+    from absorb_formal import properties as props
+    from absorb_formal.activations import simple
+
+    monkeypatch.setattr(props, "_proved", {})
+    monkeypatch.setattr(budget, "spent", lambda: True)  # an alarm some sympy code swallowed
+    props.properties(simple("sigmoid"))
+    assert props._proved == {}
+    monkeypatch.setattr(budget, "spent", lambda: False)
+    assert props.properties(simple("sigmoid")).bounded and simple("sigmoid") in props._proved
