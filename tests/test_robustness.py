@@ -5,12 +5,21 @@ malformed weight files."""
 from __future__ import annotations
 
 import copy
+import io
+import json
+import tempfile
 import tracemalloc
+import zipfile
+from pathlib import Path
 
 import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from absorb_formal.decide import decide
 from absorb_formal.language import load_text
+from absorb_formal.language.arrays import ArrayError, load_matrix
 from absorb_formal.numeric.attach import Options, attach
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.crosscheck import crosscheck
@@ -202,3 +211,117 @@ def test_properties_proved_past_the_deadline_are_not_cached(monkeypatch):
     assert props._proved == {}
     monkeypatch.setattr(budget, "spent", lambda: False)
     assert props.properties(simple("sigmoid")).bounded and simple("sigmoid") in props._proved
+
+
+# --- 5. malformed weight files are positioned errors ----------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=12)
+NUMBERS = st.one_of(st.integers(-5, 40), st.integers(-2**70, 2**70), st.floats(),
+                    st.booleans(), st.text(max_size=3), st.none())
+# Near-valid entries: mostly the right fields, with wrong types, signs and sizes mixed in.
+ENTRY = st.one_of(
+    JSON,
+    st.fixed_dictionaries({}, optional={
+        "dtype": st.one_of(st.sampled_from(["F64", "F32", "F16", "BF16", "I64", "U8", "BOOL",
+                                            "F8_E4M3", ""]), JSON),
+        "shape": st.one_of(st.lists(NUMBERS, max_size=3), JSON),
+        "data_offsets": st.one_of(st.lists(NUMBERS, max_size=3), JSON)}))
+HEADER = st.one_of(JSON, st.dictionaries(st.sampled_from(["up", "down", "__metadata__"]),
+                                         ENTRY, max_size=3))
+
+
+def _load_only_array_errors(path: Path) -> None:
+    """load_matrix either gives an array or raises ArrayError; nothing else may come out."""
+    try:
+        load_matrix(path, "up")
+    except ArrayError:
+        pass
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(header=HEADER, data=st.binary(max_size=64))
+def test_fuzz_safetensors_headers_give_array_errors_only(header, data):
+    head = json.dumps(header).encode()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.safetensors"
+        path.write_bytes(len(head).to_bytes(8, "little") + head + data)
+        _load_only_array_errors(path)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(head=st.binary(max_size=64), data=st.binary(max_size=64))
+def test_fuzz_safetensors_random_header_bytes(head, data):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.safetensors"
+        path.write_bytes(len(head).to_bytes(8, "little") + head + data)
+        _load_only_array_errors(path)
+        path.write_bytes(head + data)
+        _load_only_array_errors(path)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(member=st.binary(max_size=200), prefix=st.booleans())
+def test_fuzz_npz_with_garbage_members(member, prefix):
+    npy = io.BytesIO()
+    np.save(npy, np.eye(2))
+    if prefix:  # a real .npy header, then garbage: the parser gets past the magic
+        member = npy.getvalue()[:len(npy.getvalue()) - 32] + member
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.npz"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("up.npy", member)
+        _load_only_array_errors(path)
+        path.write_bytes(member)
+        _load_only_array_errors(path)
+
+
+MALFORMED = {
+    "list as entry": {"up": [1, 2]},
+    "string shape": {"up": {"dtype": "F64", "shape": "2x2", "data_offsets": [0, 32]}},
+    "missing field": {"up": {"dtype": "F64", "shape": [2, 2]}},
+    "negative offset": {"up": {"dtype": "F64", "shape": [2, 2], "data_offsets": [-32, 0]}},
+    "huge offset": {"up": {"dtype": "F64", "shape": [2, 2], "data_offsets": [2**80, 2**80]}},
+    "float shape": {"up": {"dtype": "F64", "shape": [2.0, 2], "data_offsets": [0, 32]}},
+    "dtype not a string": {"up": {"dtype": 64, "shape": [2, 2], "data_offsets": [0, 32]}},
+    "metadata a list": {"__metadata__": ["x"],
+                        "up": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]}},
+}
+
+
+@pytest.mark.parametrize("header", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_safetensors_is_a_positioned_error_exit_2(cli, tmp_path, header):
+    head = json.dumps(header).encode()
+    (tmp_path / "w.safetensors").write_bytes(len(head).to_bytes(8, "little") + head
+                                             + bytes(32))
+    spec = tmp_path / "s.mlp"
+    spec.write_text('block R { activation relu dim 2 width 2\n'
+                    '  up = load("w.safetensors", "up")  down = [[1, 0], [0, 1]] }\n'
+                    'claim R is absorbable\n')
+    run = cli(spec)
+    assert run.code == 2, run.out + run.err
+    assert f"{spec}:2:8: error:" in run.err and "Traceback" not in run.err, run.err
+
+
+def test_a_header_that_is_not_utf8_is_a_positioned_error(cli, tmp_path):
+    head = b'{"up": "\xff\xfe"}'
+    (tmp_path / "w.safetensors").write_bytes(len(head).to_bytes(8, "little") + head)
+    spec = tmp_path / "s.mlp"
+    spec.write_text('block R { activation relu dim 2 width 2\n'
+                    '  up = load("w.safetensors", "up")  down = [[1, 0], [0, 1]] }\n')
+    run = cli(spec)
+    assert run.code == 2 and f"{spec}:2:8: error:" in run.err and "not UTF-8 JSON" in run.err
+
+
+def test_a_npy_file_named_npz_is_a_positioned_error(cli, tmp_path):
+    npy = io.BytesIO()
+    np.save(npy, np.eye(2))
+    (tmp_path / "w.npz").write_bytes(npy.getvalue())  # found by the npz fuzz: a TypeError
+    spec = tmp_path / "s.mlp"
+    spec.write_text('block R { activation relu dim 2 width 2\n'
+                    '  up = load("w.npz", "up")  down = [[1, 0], [0, 1]] }\n')
+    run = cli(spec)
+    assert run.code == 2 and f"{spec}:2:8: error: cannot read 'w.npz'" in run.err, run.err
