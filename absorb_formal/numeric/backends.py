@@ -53,7 +53,7 @@ def slope(scalar: Any, z: Any) -> Any:
     raise BackendError(f"no slope bound for {kind}")
 
 
-def run(block: FloatBlock, x: Any, sigma: Any, tensor: Any, scaled: bool) -> tuple[Any, Any]:
+def forward(block: FloatBlock, x: Any, sigma: Any, tensor: Any, scaled: bool) -> tuple[Any, Any]:
     """B(x) layer by layer, shared by the backends; with `scaled`, also a first-order bound
     on the size of everything summed on the way (the running error analysis of a dot
     product: rounding errors are at most about eps x (terms) x this scale per output).
@@ -104,11 +104,11 @@ class NumpyBackend:
     device = "cpu"
 
     def evaluate(self, block: FloatBlock, x: np.ndarray) -> np.ndarray:
-        return run(block, x, block.scalar.numpy, np.asarray, False)[0]
+        return forward(block, x, block.scalar.numpy, np.asarray, False)[0]
 
     def evaluate_scaled(self, block: FloatBlock, x: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray]:
-        return run(block, x, block.scalar.numpy, np.asarray, True)
+        return forward(block, x, block.scalar.numpy, np.asarray, True)
 
 
 class TorchBackend:
@@ -164,7 +164,7 @@ class TorchBackend:
         def sigma(z: Any) -> Any:
             return self._sigma(block.scalar, z)
 
-        return run(block, self._tensor(x), sigma, self._tensor, scaled)
+        return forward(block, self._tensor(x), sigma, self._tensor, scaled)
 
     def evaluate(self, block: FloatBlock, x: np.ndarray) -> np.ndarray:
         return self._run(block, x, False)[0].cpu().numpy()
