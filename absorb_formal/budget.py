@@ -15,8 +15,12 @@ from collections.abc import Iterator
 _deadline: float | None = None
 
 
-class ClaimTimeout(Exception):
-    """The claim's time budget ran out."""
+class ClaimTimeout(BaseException):
+    """The claim's time budget ran out.
+
+    A BaseException, like KeyboardInterrupt: the `except Exception` that turns a sympy or
+    solver failure into "not proved" must not swallow it, or a timeout would be recorded
+    (and memoised) as a fact about the mathematics."""
 
 
 def remaining_ms(cap_ms: int) -> int:

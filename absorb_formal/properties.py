@@ -10,11 +10,11 @@ positive symbol p, by -p, and by 0 (NOTES.md: simplify alone does not see throug
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from . import budget
 from .activations import Activation, Scalar
 
 
@@ -78,10 +78,22 @@ class Properties:
         return out
 
 
-@functools.cache
+_proved: dict[Activation, Properties] = {}
+
+
 def properties(activation: Activation) -> Properties:
-    """Prove every §2 property of `activation` that holds (cached per process)."""
-    return _Prover(activation.scalar, activation.gated).run()
+    """Prove every §2 property of `activation` that holds (cached per process).
+
+    Only a run that finished within its claim's budget is cached: a timeout propagates
+    (`ClaimTimeout`), and a run that still overran (a sympy routine that caught the alarm
+    itself) may lack properties for want of time, which is sound for this claim ("unknown")
+    but no fact for later claims with fresh budgets."""
+    if activation in _proved:
+        return _proved[activation]
+    found = _Prover(activation.scalar, activation.gated).run()
+    if not budget.spent():
+        _proved[activation] = found
+    return found
 
 
 class _Prover:
@@ -118,6 +130,8 @@ class _Prover:
     def limit(self, expr: Any, point: Any) -> Any:
         try:
             return self.sp.limit(expr, self.p, point)
+        except MemoryError:  # a resource limit is no fact about σ: never "not proved"
+            raise
         except Exception:  # sympy cannot always decide a limit: "not proved", never a crash
             return self.sp.nan
 
@@ -216,6 +230,8 @@ class _Prover:
             return False
         try:
             domain = sp.calculus.util.continuous_domain(self.sigma, self.z, sp.S.Reals)
+        except MemoryError:
+            raise
         except Exception:  # an expression sympy cannot analyse: not proved
             return False
         if domain != sp.S.Reals:

@@ -9,7 +9,8 @@ from typing import TextIO
 from ..model import Block
 from ..result import ERROR, Result
 from .backends import Backend
-from .crosscheck import TOLERANCE, crosscheck
+from .crosscheck import crosscheck
+from .floatblock import OutOfRange
 from .sanity import sanity
 
 
@@ -27,23 +28,35 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
         return result
     extra = dict(result.extra)
     verdict = result.verdict
-    found = crosscheck(block, result.certificate, options.points, options.engine,
-                       options.progress)
+    try:
+        found = crosscheck(block, result.certificate, options.points, options.engine,
+                           options.progress)
+    except OutOfRange as error:  # no float image: the exact verdict stands unchecked
+        found = None
+        extra["crosscheck"] = {"skipped": str(error)}
+        verdict += f"; cross-check skipped: {error}"
     if found is not None:
         extra["crosscheck"] = found.as_json()
         verdict += f"; {found.phrase()}"
         if not found.ok:
             return replace(result, outcome=ERROR, verdict=verdict, extra=extra,
                            reason=f"INTERNAL ERROR: a witness differs from its block by "
-                                  f"{found.max_rel_error:.3g} > {TOLERANCE} in floats "
-                                  "(this is a bug; please report it)")
-    figure = sanity(block, result.certificate, options.engine)
+                                  f"{found.max_rel_error:.3g} > {found.tolerance:.3g} in "
+                                  "floats (this is a bug; please report it)")
+    try:
+        figure = sanity(block, result.certificate, options.engine)
+    except OutOfRange as error:
+        figure = {"skipped": str(error)}
     if figure is not None:
         extra["sanity"] = figure
     if options.fit and width is not None and block.is_concrete and block.depth == 1:
         from .fit import fit_alarm
 
-        alarm, report = fit_alarm(block, width, result, options.fit_restarts, options.engine)
+        try:
+            alarm, report = fit_alarm(block, width, result, options.fit_restarts,
+                                      options.engine)
+        except OutOfRange as error:
+            alarm, report = "", {"skipped": str(error)}
         extra["fit"] = report
         if alarm:
             return replace(result, outcome=ERROR, verdict=verdict, extra=extra, reason=alarm)

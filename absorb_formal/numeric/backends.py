@@ -17,11 +17,86 @@ class BackendError(RuntimeError):
     """The backend or device asked for is not available here; the message says why."""
 
 
+CHUNK = 1 << 20  # elements in one (points x neurons) temporary: 8 MiB of float64
+
+
 class Backend(Protocol):
     name: str
     device: str
 
     def evaluate(self, block: FloatBlock, x: np.ndarray) -> np.ndarray: ...
+
+    def evaluate_scaled(self, block: FloatBlock, x: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def slope(scalar: Any, z: Any) -> Any:
+    """An upper bound on |σ'| near z, elementwise (or one number). Written with abs, + and *
+    only, so that it runs on numpy arrays and torch tensors alike."""
+    kind = scalar.kind
+    if kind in ("relu", "abs", "identity", "tanh"):
+        return 1.0
+    if kind == "leaky_relu":
+        return max(1.0, abs(float(scalar.param)))
+    if kind == "sigmoid":
+        return 0.25
+    if kind in ("gelu", "gelu_tanh", "silu"):
+        return 1.2  # their |σ'| peaks at 1.13, 1.13 and 1.10
+    size = abs(z)
+    if kind == "relu_pow":
+        return scalar.power * size ** (scalar.power - 1)
+    if kind == "poly":
+        bound = 0.0 * size
+        for i in range(len(scalar.coeffs) - 1, 0, -1):
+            bound = bound * size + i * abs(float(scalar.coeffs[i]))
+        return bound
+    raise BackendError(f"no slope bound for {kind}")
+
+
+def forward(block: FloatBlock, x: Any, sigma: Any, tensor: Any, scaled: bool) -> tuple[Any, Any]:
+    """B(x) layer by layer, shared by the backends; with `scaled`, also a first-order bound
+    on the size of everything summed on the way (the running error analysis of a dot
+    product: rounding errors are at most about eps x (terms) x this scale per output).
+
+    Neurons are taken CHUNK // len(x) at a time, so no temporary outgrows CHUNK elements
+    whatever the width (`--crosscheck` on a width-10^6 claim must not exhaust memory)."""
+    scale = abs(x) if scaled else None
+    step = max(1, CHUNK // max(1, len(x)))
+    skip = None if block.skip_matrix is None else tensor(block.skip_matrix)
+    for layer in block.layers:
+        value = block.skip_scale * x if skip is None else x @ skip.T
+        if scaled:
+            size = abs(block.skip_scale) * scale if skip is None else scale @ abs(skip).T
+        for start in range(0, len(layer["up"]), step):
+            part = {name: tensor(array[start:start + step] if name != "down"
+                                 else array[:, start:start + step])
+                    for name, array in layer.items()}
+            hidden, hidden_size = _hidden(block, part, x, scale, sigma)
+            value = value + hidden @ part["down"].T
+            if scaled:
+                size = size + hidden_size @ abs(part["down"]).T
+        x, scale = value, (size if scaled else None)
+    return x, scale
+
+
+def _hidden(block: FloatBlock, part: dict[str, Any], x: Any, scale: Any, sigma: Any
+            ) -> tuple[Any, Any]:
+    """σ(U x) (or σ(G x)·(U x)) for some neurons, and the size bound of each entry: the
+    input rounding |U| scale carried through σ's slope, plus the entry's own size."""
+    lifted = x @ part["up"].T
+    if not block.gated:
+        hidden = sigma(lifted)
+        if scale is None:
+            return hidden, None
+        return hidden, slope(block.scalar, lifted) * (scale @ abs(part["up"]).T) + abs(hidden)
+    gate = x @ part["gate"].T
+    gated = sigma(gate)
+    hidden = gated * lifted
+    if scale is None:
+        return hidden, None
+    size = (slope(block.scalar, gate) * (scale @ abs(part["gate"]).T) * abs(lifted)
+            + abs(gated) * (scale @ abs(part["up"]).T) + abs(hidden))
+    return hidden, size
 
 
 class NumpyBackend:
@@ -29,15 +104,11 @@ class NumpyBackend:
     device = "cpu"
 
     def evaluate(self, block: FloatBlock, x: np.ndarray) -> np.ndarray:
-        sigma = block.scalar.numpy
-        for layer in block.layers:
-            if block.gated:
-                hidden = sigma(x @ layer["gate"].T) * (x @ layer["up"].T)
-            else:
-                hidden = sigma(x @ layer["up"].T)
-            skip = block.skip_scale * x if block.skip_matrix is None else x @ block.skip_matrix.T
-            x = skip + hidden @ layer["down"].T
-        return x
+        return forward(block, x, block.scalar.numpy, np.asarray, False)[0]
+
+    def evaluate_scaled(self, block: FloatBlock, x: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        return forward(block, x, block.scalar.numpy, np.asarray, True)
 
 
 class TorchBackend:
@@ -86,23 +157,22 @@ class TorchBackend:
             return t.sigmoid(z)
         raise BackendError(f"no torch formula for {kind}")
 
+    def _tensor(self, a: np.ndarray) -> Any:
+        return self.torch.as_tensor(a, dtype=self.torch.float64, device=self.device)
+
+    def _run(self, block: FloatBlock, x: np.ndarray, scaled: bool) -> tuple[Any, Any]:
+        def sigma(z: Any) -> Any:
+            return self._sigma(block.scalar, z)
+
+        return forward(block, self._tensor(x), sigma, self._tensor, scaled)
+
     def evaluate(self, block: FloatBlock, x: np.ndarray) -> np.ndarray:
-        t = self.torch
+        return self._run(block, x, False)[0].cpu().numpy()
 
-        def tensor(a: np.ndarray) -> Any:
-            return t.as_tensor(a, dtype=t.float64, device=self.device)
-
-        value = tensor(x)
-        skip = None if block.skip_matrix is None else tensor(block.skip_matrix)
-        for layer in block.layers:
-            up, down = tensor(layer["up"]), tensor(layer["down"])
-            if block.gated:
-                hidden = self._sigma(block.scalar, value @ tensor(layer["gate"]).T) * (value @ up.T)
-            else:
-                hidden = self._sigma(block.scalar, value @ up.T)
-            linear = block.skip_scale * value if skip is None else value @ skip.T
-            value = linear + hidden @ down.T
-        return value.cpu().numpy()
+    def evaluate_scaled(self, block: FloatBlock, x: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        value, size = self._run(block, x, True)
+        return value.cpu().numpy(), size.cpu().numpy()
 
 
 def backend(name: str, device: str) -> Backend:

@@ -1,7 +1,14 @@
-"""A block in float64, from the exact model or from a certificate's JSON witness."""
+"""A block in float64, from the exact model or from a certificate's JSON witness.
+
+Exact weights need not fit in float64 (`1e500` is a legal literal). Such a block has no
+faithful float image, so conversion raises `OutOfRange` and the float checks are skipped
+with that reason; they never turn an exact verdict into an error.
+"""
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -10,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..activations import Scalar
-from ..model import Block
+from ..model import Block, Matrix
+
+_SMALLEST_NORMAL = sys.float_info.min
+
+
+class OutOfRange(ValueError):
+    """An exact weight has no float64 within relative rounding (overflow or underflow)."""
 
 
 @dataclass(frozen=True)
@@ -30,37 +43,102 @@ class FloatBlock:
         for layer in self.layers:
             for name in ("up", "gate"):
                 if name in layer:
-                    rows += [r for r in layer[name] if np.any(r)]
+                    rows += list(layer[name][np.any(layer[name] != 0, axis=1)])
         return rows
+
+    @property
+    def terms(self) -> int:
+        """The most terms one output entry of one layer sums (skip row plus live neurons)."""
+        return self.dim + max((len(layer["up"]) for layer in self.layers), default=0)
+
+
+def _live(layer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The layer without its dead neurons (zero column of down): they add exactly 0 to every
+    output whatever σ is, and a width-10^6 witness is mostly such neurons."""
+    keep = np.flatnonzero(np.any(layer["down"] != 0, axis=0))
+    if len(keep) == layer["down"].shape[1]:
+        return layer
+    return {name: (value[:, keep] if name == "down" else value[keep])
+            for name, value in layer.items()}
+
+
+def to_float(value: Fraction) -> float:
+    """`value` as the nearest float64, or OutOfRange when that float is infinite, or zero or
+    subnormal for a non-zero value (relative precision lost)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if math.isinf(number) or (value != 0 and abs(number) < _SMALLEST_NORMAL):
+        raise OutOfRange("weights beyond float64 range")
+    return number
+
+
+def _matrix_floats(matrix: Matrix) -> np.ndarray:
+    """The matrix in float64. A loaded array is float (or int) already, hence in range; only
+    literal rows, which can be any rational, are converted entry by entry with a range check."""
+    if matrix._array is not None:  # loaded: no Fraction per entry (7B blocks)
+        return matrix.floats
+    return np.array([[to_float(v) for v in row] for row in matrix.rows],
+                    dtype=np.float64).reshape(matrix.shape)
+
+
+def _skip(block: Block) -> tuple[float, np.ndarray | None]:
+    skip = block.skip
+    if skip.matrix is not None:
+        return 0.0, _matrix_floats(skip.matrix)
+    scale = skip.scale or Fraction(0)
+    return to_float(scale), None
 
 
 def from_block(block: Block) -> FloatBlock:
     assert block.layers is not None
-    layers = tuple({"up": layer.up.floats, "down": layer.down.floats,
-                    **({"gate": layer.gate.floats} if layer.gate is not None else {})}
+    layers = tuple(_live({"up": _matrix_floats(layer.up), "down": _matrix_floats(layer.down),
+                          **({"gate": _matrix_floats(layer.gate)}
+                             if layer.gate is not None else {})})
                    for layer in block.layers)
-    skip = block.skip
-    return FloatBlock(block.activation.scalar, block.activation.gated, block.dim,
-                      float(skip.scale or 0), None if skip.matrix is None else skip.matrix.floats,
-                      layers)
+    scale, matrix = _skip(block)
+    return FloatBlock(block.activation.scalar, block.activation.gated, block.dim, scale,
+                      matrix, layers)
 
 
-def _float(value: Any) -> float:
-    """A certificate entry as a float: a rational string, or an algebraic root-of entry."""
+def _float(value: Any, memo: dict[str, float]) -> float:
+    """A certificate entry as a float: a rational string, or an algebraic root-of entry.
+    Strings are memoised: a wide witness repeats "0" a million times."""
     if isinstance(value, str):
-        return float(Fraction(value))
+        if value not in memo:
+            memo[value] = to_float(Fraction(value))
+        return memo[value]
     from ..generic.polynomial import value_of
 
-    return float(value_of(value).evalf(30))
+    algebraic = value_of(value)
+    number = float(algebraic.evalf(30))
+    if not math.isfinite(number) or (number == 0) != bool(algebraic.is_zero):
+        raise OutOfRange("weights beyond float64 range")
+    return number
 
 
-def _array(rows: Sequence[Sequence[Any]]) -> np.ndarray:
-    return np.array([[_float(v) for v in row] for row in rows], dtype=np.float64)
+def _array(rows: Sequence[Sequence[Any]], columns: int, memo: dict[str, float]) -> np.ndarray:
+    return np.array([[_float(v, memo) for v in row] for row in rows],
+                    dtype=np.float64).reshape(len(rows), columns)
+
+
+def _layer_from_json(layer: dict[str, Any], dim: int, memo: dict[str, float]
+                     ) -> dict[str, np.ndarray]:
+    """One JSON layer, converting only the live neurons' input rows (see `_live`)."""
+    down = _array(layer["down"], len(layer["down"][0]) if layer["down"] else 0, memo)
+    keep = np.flatnonzero(np.any(down != 0, axis=0)).tolist()
+    converted = {"down": down[:, keep]}
+    for name in ("up", "gate"):
+        if name in layer:
+            converted[name] = _array([layer[name][j] for j in keep], dim, memo)
+    return converted
 
 
 def plain_from_json(block: Block, layers: Sequence[dict[str, Any]]) -> FloatBlock:
     """The plain stack (skip none) whose weights a certificate stores as JSON strings."""
-    converted = tuple({name: _array(value) for name, value in layer.items()} for layer in layers)
+    memo: dict[str, float] = {}
+    converted = tuple(_layer_from_json(layer, block.dim, memo) for layer in layers)
     return FloatBlock(block.activation.scalar, block.activation.gated, block.dim, 0.0, None,
                       converted)
 
@@ -68,6 +146,5 @@ def plain_from_json(block: Block, layers: Sequence[dict[str, Any]]) -> FloatBloc
 def with_layers(block: Block, layers: Sequence[dict[str, Any]]) -> FloatBlock:
     """The block's activation and skip with other (JSON) weights: a family's example member."""
     base = plain_from_json(block, layers)
-    skip = block.skip
-    return FloatBlock(base.scalar, base.gated, base.dim, float(skip.scale or 0),
-                      None if skip.matrix is None else skip.matrix.floats, base.layers)
+    scale, matrix = _skip(block)
+    return FloatBlock(base.scalar, base.gated, base.dim, scale, matrix, base.layers)

@@ -10,11 +10,11 @@ import numpy as np
 
 from ..model import Block
 from .backends import Backend
-from .floatblock import from_block
+from .floatblock import from_block, to_float
 
 
 def _vector(values: list[str]) -> np.ndarray:
-    return np.array([float(Fraction(v)) for v in values], dtype=np.float64)
+    return np.array([to_float(Fraction(v)) for v in values], dtype=np.float64)
 
 
 def sanity(block: Block, certificate: Any, engine: Backend) -> dict[str, Any] | None:
@@ -22,16 +22,15 @@ def sanity(block: Block, certificate: Any, engine: Backend) -> dict[str, Any] | 
     if not isinstance(certificate, dict) or not block.is_concrete:
         return None
     kind = certificate.get("kind")
-    fb = from_block(block)
     if kind == "homogeneity point":
-        x0, t = _vector(certificate["x0"]), float(Fraction(certificate["t"]))
-        both = engine.evaluate(fb, np.array([t * x0, x0]))
+        x0, t = _vector(certificate["x0"]), to_float(Fraction(certificate["t"]))
+        both = engine.evaluate(from_block(block), np.array([t * x0, x0]))
         gap = float(np.abs(both[0] - t ** certificate["degree"] * both[1]).max())
         return {"kind": kind, "violation": float(f"{gap:.6g}"),
                 "meaning": "max |B(t x0) - t^K B(x0)| in float64"}
     if kind == "parity point":
         x0 = _vector(certificate["x0"])
-        both = engine.evaluate(fb, np.array([x0, -x0]))
+        both = engine.evaluate(from_block(block), np.array([x0, -x0]))
         gap = float(np.abs(both[0] - both[1]).max())
         return {"kind": kind, "violation": float(f"{gap:.6g}"),
                 "meaning": "max |B(x0) - B(-x0)| in float64"}
@@ -39,12 +38,12 @@ def sanity(block: Block, certificate: Any, engine: Backend) -> dict[str, Any] | 
         t = 1e6 if certificate["rule"] == "T3" else 1e-6
         e = np.zeros(block.dim)
         e[certificate["direction"]["index"]] = 1.0
-        slope = engine.evaluate(fb, np.array([t * e]))[0] / t
+        slope = engine.evaluate(from_block(block), np.array([t * e]))[0] / t
         return {"kind": kind, "B_t_e_over_t": float(f"{np.abs(slope).max():.6g}"), "t": t,
                 "meaning": "max |B(t e)/t| ≈ |S^L e| != 0, while every plain stack gives ~0 "
                            "(T4, t -> 0) or is bounded (T3, t -> oo)"}
     if kind == "subset search" and certificate.get("cases"):
-        values = [abs(float(Fraction(c["refutation"]["Y_dot_target"])))
+        values = [abs(to_float(Fraction(c["refutation"]["Y_dot_target"])))
                   for c in certificate["cases"] if "Y_dot_target" in c["refutation"]]
         if values:
             return {"kind": "separating functional", "min_abs_Y_dot_T": min(values),
