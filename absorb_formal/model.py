@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import exactarray, linalg
 from .activations import Activation
 from .position import Pos
 
@@ -47,16 +48,32 @@ class Matrix:
 
     @functools.cached_property
     def rows(self) -> tuple[Vector, ...]:
-        """The exact entries, row by row."""
+        """The exact entries, row by row (a loaded array: the rationals its bits denote)."""
         if self._rows is not None:
             return self._rows
         assert self._array is not None
-        convert = int if self._array.dtype.kind in "iub" else float
-        return tuple(tuple(Fraction(convert(v)) for v in row) for row in self._array.tolist())
+        return tuple(tuple(row) for row in exactarray.fractions(self._array))
+
+    def exact_column(self, j: int) -> Vector:
+        """Column j exactly, without converting the rest of a loaded array."""
+        if self._array is None:
+            return self.column(j)
+        return tuple(row[0] for row in exactarray.fractions(self._array[:, j:j + 1]))
+
+    def residues(self, rows: Sequence[int], cols: Sequence[int], p: int) -> np.ndarray | None:
+        """The submatrix rows × cols mod p (int64), from the exact values; None when p divides
+        a denominator. Exact work on large blocks reads only this (MATH.md §7, modular rank)."""
+        if self._array is not None:
+            return exactarray.residues(self._array[np.ix_(list(rows), list(cols))], p)
+        grid = [[linalg.residue(self.rows[r][c], p) for c in cols] for r in rows]
+        if any(v is None for row in grid for v in row):
+            return None
+        return np.array(grid, dtype=np.int64).reshape(len(rows), len(cols))
 
     @functools.cached_property
     def floats(self) -> np.ndarray:
-        """The entries as float64 (rounded where a rational has no float)."""
+        """The entries as float64, rounded where a rational has no float64 (0.3, long double,
+        integers beyond 2^53): for the numeric cross-checks only, never for a verdict."""
         if self._array is not None and self._array.dtype == np.float64:
             return self._array
         if self._array is not None:

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from absorb_formal.check import check_document
 from absorb_formal.checker import verify
 from absorb_formal.checker.reading import Reading, spec_location
-from absorb_formal.decide.modular import PRIME, residues
+from absorb_formal.decide.modular import PRIME
+from absorb_formal.exactarray import residues
 
 D, M = 256, 512  # 2·256·512 = 262,144 weights: just past the 250,000 exact-work limit
 
@@ -169,7 +170,7 @@ floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
 @given(st.lists(floats, min_size=1, max_size=20))
 def test_vectorised_residues_are_the_exact_ones(values):
-    got = residues(np.array(values, dtype=np.float64)).tolist()
+    got = residues(np.array(values, dtype=np.float64), PRIME).tolist()
     want = [Fraction(x).numerator * pow(Fraction(x).denominator, -1, PRIME) % PRIME
             for x in values]
     assert got == want

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import linalg
-from ..model import Block
+from ..model import Block, Matrix
 from .canonical import ridge
 from .decision import Decision
 
@@ -37,12 +37,11 @@ def decide(block: Block, size: int) -> Decision | None:
             or block.activation.gated or ridge(block.activation) is None):
         return None
     layer = block.layers[0]
-    up, down = layer.up.floats, layer.down.floats
-    m, d = up.shape
+    m, d = layer.up.shape
     k = isqrt(m) + 1  # ⌈√(m+1)⌉
     if k > d:
         return None  # m + 1 > d²: the terms and S cannot be independent
-    columns = _distinct_key_columns(up)
+    columns = _distinct_key_columns(layer.up)
     if columns is None:
         return None
     skip = _skip_residues(block, d)
@@ -50,8 +49,8 @@ def decide(block: Block, size: int) -> Decision | None:
         return None
     for offset in range(GRID_OFFSETS):
         rows_, cols_ = _grid(offset, k, d)
-        det = _minor(up, down, skip, rows_, cols_, m)
-        if det != 0:
+        det = _minor(layer.up, layer.down, skip, rows_, cols_, m)
+        if det is not None and det != 0:
             return Decision(False, METHOD, {
                 "kind": "modular rank", "rule": "§4 generic case", "prime": PRIME,
                 "rows": rows_, "cols": cols_, "det_mod_p": det,
@@ -70,36 +69,27 @@ def _grid(offset: int, k: int, d: int) -> tuple[list[int], list[int]]:
     return picked, picked
 
 
-def residues(values: np.ndarray, p: int = PRIME) -> np.ndarray:
-    """Exact residues mod p of float64 values: x = M·2^(e−53) with M an integer."""
-    mantissa, exponent = np.frexp(values)
-    whole = (mantissa * 2.0**53).astype(np.int64) % p
-    shifts = exponent.astype(np.int64) - 53
-    powers = {int(s): pow(2, int(s) % (p - 1), p) for s in np.unique(shifts)}
-    scale = np.vectorize(powers.__getitem__, otypes=[np.int64])(shifts) if shifts.size else shifts
-    return (whole * scale) % p
-
-
 def _skip_residues(block: Block, d: int) -> np.ndarray | None:
     if block.skip.matrix is not None:
-        grid = [[linalg.residue(x) for x in row] for row in block.skip.matrix.rows]
-        if any(v is None for row in grid for v in row):
-            return None
-        return np.array(grid, dtype=np.int64)
+        return block.skip.matrix.residues(range(d), range(d), PRIME)
     value = linalg.residue(Fraction(block.skip.scale or 0))
     return None if value is None else np.eye(d, dtype=np.int64) * value
 
 
-def _minor(up: np.ndarray, down: np.ndarray, skip: np.ndarray, rows_: list[int],
-           cols_: list[int], m: int) -> int:
-    """det mod p of the (m+1)×(m+1) matrix: coordinate (r, c) ↦ (d_i[r]·u_i[c] …, S[r, c])."""
+def _minor(up: Matrix, down: Matrix, skip: np.ndarray, rows_: list[int],
+           cols_: list[int], m: int) -> int | None:
+    """det mod p of the (m+1)×(m+1) matrix: coordinate (r, c) ↦ (d_i[r]·u_i[c] …, S[r, c]);
+    residues come from the exact weights (never from float64 copies, which round 0.3, long
+    doubles and integers beyond 2^53). None when p divides a denominator."""
     import flint
 
     coords = [(r, c) for r in rows_ for c in cols_][: m + 1]
     r_idx = np.array([r for r, _ in coords])
     c_idx = np.array([c for _, c in coords])
-    d_res = residues(down[rows_, :])  # k × m
-    u_res = residues(up[:, cols_])  # m × k
+    d_res = down.residues(rows_, range(m), PRIME)  # k × m
+    u_res = up.residues(range(m), cols_, PRIME)  # m × k
+    if d_res is None or u_res is None:
+        return None
     where_r = {r: n for n, r in enumerate(rows_)}
     where_c = {c: n for n, c in enumerate(cols_)}
     left = d_res[[where_r[r] for r in r_idx], :]  # (m+1) × m
@@ -110,17 +100,22 @@ def _minor(up: np.ndarray, down: np.ndarray, skip: np.ndarray, rows_: list[int],
     return int(flint.nmod_mat(matrix.tolist(), PRIME).det())
 
 
-def _distinct_key_columns(up: np.ndarray) -> tuple[int, int] | None:
+def _distinct_key_columns(up: Matrix) -> tuple[int, int] | None:
     """Two columns c0, c1 on which every row's ratio u[c0]:u[c1] is defined and different:
-    then no two rows are parallel, so each neuron is alone on its key (both families)."""
+    then no two rows are parallel, so each neuron is alone on its key (both families).
+    The ratios are of exact values."""
     d = up.shape[1]
     pairs = [(a, b) for a in range(d) for b in range(a + 1, d)][:KEY_COLUMN_PAIRS]
+    exact: dict[int, tuple[Fraction, ...]] = {}
     for c0, c1 in pairs:
+        for c in (c0, c1):
+            if c not in exact:
+                exact[c] = up.exact_column(c)
         seen: set[Any] = set()
-        for x, y in zip(up[:, c0].tolist(), up[:, c1].tolist(), strict=True):
+        for x, y in zip(exact[c0], exact[c1], strict=True):
             if x == 0 and y == 0:
                 break
-            ratio = Fraction(x) / Fraction(y) if y != 0 else "inf"
+            ratio = x / y if y != 0 else "inf"
             if ratio in seen:
                 break
             seen.add(ratio)

@@ -1,0 +1,90 @@
+"""The exact values of loaded weight arrays (Exact means exact: README, "Guarantees").
+
+Every finite binary float is a dyadic rational `M·2^E` with an integer mantissa M. This module
+reads that pair without rounding for every float format numpy can hold — float16, float32 and
+float64 through float64's `frexp` (exact: each widens to float64 without loss), and the
+platform's long double through its own `frexp` and 32-bit chunks (never through `float`,
+which would round 64 mantissa bits to 53). Integer arrays are exact as they stand, at any size.
+
+Exact work asks for values in three ways: as `Fraction`s (small blocks, whole rows or
+columns) and as residues modulo a prime (the modular-rank certificate of large blocks, MATH.md
+§7), computed from (M, E) directly so that no value is ever converted to a nearby float.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+_CHUNK = 2**32
+
+
+def is_long_double(array: np.ndarray) -> bool:
+    """A float format wider than float64 (x86 80-bit extended, or IEEE binary128)."""
+    return array.dtype.kind == "f" and array.dtype.itemsize > 8
+
+
+def parts(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(M, E) with array = M·2^E exactly, element by element; M is int64 where it fits,
+    else Python ints (object array). Integer arrays give E = 0."""
+    if array.dtype.kind in "iub":
+        if array.dtype.kind == "u" and array.dtype.itemsize == 8:
+            return array.astype(object), np.zeros(array.shape, dtype=np.int64)
+        return array.astype(np.int64), np.zeros(array.shape, dtype=np.int64)
+    if array.dtype.kind != "f":
+        raise TypeError(f"no exact reading for dtype {array.dtype}")
+    if not is_long_double(array):
+        mantissa, exponent = np.frexp(array.astype(np.float64))  # exact for f2, f4, f8
+        return ((mantissa * 2.0**53).astype(np.int64),
+                exponent.astype(np.int64) - 53)
+    return _long_double_parts(array)
+
+
+def _long_double_parts(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Long double: frexp is exact in the type itself; the scaled mantissa is an integer
+    of up to nmant + 1 bits, peeled off in 32-bit chunks (each exact in float64)."""
+    bits = np.finfo(array.dtype).nmant + 1
+    mantissa, exponent = np.frexp(array)
+    scaled = np.ldexp(np.abs(mantissa), bits)  # an exact integer in the long double type
+    negative = mantissa < 0
+    total = np.zeros(array.shape, dtype=object)
+    shift = 0
+    while shift < bits:
+        chunk = np.fmod(scaled, _CHUNK)  # exact: fmod never rounds
+        scaled = (scaled - chunk) / _CHUNK  # exact: an integer divided by a power of two
+        total = total + np.left_shift(chunk.astype(np.int64).astype(object), shift)
+        shift += 32
+    total = np.where(negative, -total, total)
+    return total, exponent.astype(np.int64) - bits
+
+
+def fraction(mantissa: int, exponent: int) -> Fraction:
+    return Fraction(mantissa * 2**exponent) if exponent >= 0 else Fraction(mantissa,
+                                                                              2**-exponent)
+
+
+def fractions(array: np.ndarray) -> list[list[Fraction]]:
+    """Every entry of a 2-D array as the exact rational it denotes."""
+    if array.dtype.kind in "iub":
+        return [[Fraction(v) for v in row] for row in array.tolist()]  # Python ints: exact
+    if not is_long_double(array):  # float(x) of a float64 (or narrower) value is exact
+        return [[Fraction(v) for v in row]
+                for row in array.astype(np.float64).tolist()]
+    mantissas, exponents = parts(array)
+    return [[fraction(int(mv), int(ev)) for mv, ev in zip(mr, er, strict=True)]
+            for mr, er in zip(mantissas.tolist(), exponents.tolist(), strict=True)]
+
+
+def residues(array: np.ndarray, p: int) -> np.ndarray:
+    """Each entry mod an odd prime p < 2^31, as int64: M·2^E ↦ (M mod p)·(2^E mod p) mod p."""
+    mantissas, exponents = parts(array)
+    if mantissas.dtype == object:
+        whole = np.array([int(v) % p for v in mantissas.ravel()],
+                         dtype=np.int64).reshape(mantissas.shape)
+    else:
+        whole = mantissas % p
+    powers = {int(s): pow(2, int(s) % (p - 1), p) for s in np.unique(exponents)}
+    scale = np.vectorize(powers.__getitem__, otypes=[np.int64])(exponents) \
+        if exponents.size else exponents
+    return (whole * scale) % p
