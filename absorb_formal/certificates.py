@@ -26,11 +26,17 @@ def matrix(rows: Sequence[Sequence[Fraction]]) -> list[list[str]]:
 
 
 def layers(stack: Sequence[Layer]) -> list[dict[str, Any]]:
+    """Each layer's weights; a biased layer's biases too (MATH.md §8), so that bias-free
+    documents keep their bytes."""
     out = []
     for layer in stack:
-        entry = {"up": matrix(layer.up.rows), "down": matrix(layer.down.rows)}
+        entry: dict[str, Any] = {"up": matrix(layer.up.rows), "down": matrix(layer.down.rows)}
         if layer.gate is not None:
             entry["gate"] = matrix(layer.gate.rows)
+        for name in ("up_bias", "gate_bias", "down_bias"):
+            bias = getattr(layer, name)
+            if bias is not None:
+                entry[name] = vector(bias)
         out.append(entry)
     return out
 

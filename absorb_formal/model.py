@@ -1,7 +1,8 @@
 """The exact block model (MATH.md §1): blocks, claims and queries, each with its position.
 
-Ungated layer: `x ↦ S x + D σ(U x)`; gated: `x ↦ S x + D (σ(G x) ⊙ U x)`. A block of depth L
-is the composition of its L layers, all with the same σ, S, d and m. Weights are exact
+Ungated layer: `x ↦ S x + D σ(U x)`; gated: `x ↦ S x + D (σ(G x) ⊙ U x)`. With biases
+(MATH.md §8): `S x + D σ(U x + b) + c`, gated `S x + D (σ(G x + g) ⊙ (U x + b)) + c`.
+A block of depth L is the composition of its L layers, all with the same σ, S, d and m. Weights are exact
 rationals (`Matrix`); a skip is kept as `c·I` when it is one, so that a family with
 `dim 1000000` never materialises a d×d matrix.
 """
@@ -158,11 +159,18 @@ class Skip:
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer's weights: up (m×d), down (d×m) and, when gated, gate (m×d)."""
+    """One layer's weights: up (m×d), down (d×m) and, when gated, gate (m×d).
+
+    Biases (MATH.md §8): up_bias b (m), gate_bias g (m, gated only), down_bias c (d); all
+    None in a bias-free block, all present (zeros where the spec gives none) in a biased one.
+    """
 
     up: Matrix
     down: Matrix
     gate: Matrix | None = None
+    up_bias: Vector | None = None
+    gate_bias: Vector | None = None
+    down_bias: Vector | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +185,8 @@ class Block:
     skip: Skip
     layers: tuple[Layer, ...] | None
     pos: Pos
+    # MATH.md §8: declared `bias` or given a bias value; compared with biased plain blocks.
+    biased: bool = False
 
     @property
     def is_concrete(self) -> bool:
@@ -198,12 +208,13 @@ class Block:
 
     def _layer_exact(self, layer: Layer, x: Vector) -> Vector:
         sigma = self.activation.scalar.exact
-        pre = matvec(layer.up.rows, x)
+        pre = _shifted(matvec(layer.up.rows, x), layer.up_bias)
         if layer.gate is None:
             hidden = [sigma(h) for h in pre]
         else:
-            hidden = [sigma(g) * h for g, h in zip(matvec(layer.gate.rows, x), pre, strict=True)]
-        out = matvec(layer.down.rows, hidden)
+            gate = _shifted(matvec(layer.gate.rows, x), layer.gate_bias)
+            hidden = [sigma(g) * h for g, h in zip(gate, pre, strict=True)]
+        out = _shifted(matvec(layer.down.rows, hidden), layer.down_bias)
         return tuple(s + o for s, o in zip(self.skip.apply(x), out, strict=True))
 
     def evaluate(self, points: np.ndarray) -> np.ndarray:
@@ -212,10 +223,25 @@ class Block:
         x = np.asarray(points, dtype=np.float64)
         sigma = self.activation.scalar.numpy
         for layer in self.layers:
-            hidden = sigma(x @ layer.up.floats.T) if layer.gate is None else (
-                sigma(x @ layer.gate.floats.T) * (x @ layer.up.floats.T))
-            x = self.skip.apply_float(x) + hidden @ layer.down.floats.T
+            pre = _plus(x @ layer.up.floats.T, layer.up_bias)
+            hidden = sigma(pre) if layer.gate is None else (
+                sigma(_plus(x @ layer.gate.floats.T, layer.gate_bias)) * pre)
+            x = self.skip.apply_float(x) + _plus(hidden @ layer.down.floats.T, layer.down_bias)
         return x
+
+
+def _shifted(values: Vector, bias: Vector | None) -> Vector:
+    """values + bias (a bias-free layer: values unchanged)."""
+    if bias is None:
+        return values
+    return tuple(v + b for v, b in zip(values, bias, strict=True))
+
+
+def _plus(values: np.ndarray, bias: Vector | None) -> np.ndarray:
+    """values + bias in float64, for the numeric checks only (no bias: values untouched)."""
+    if bias is None:
+        return values
+    return values + np.array([float(b) for b in bias], dtype=np.float64)
 
 
 def matvec(rows: Sequence[Sequence[Fraction]], x: Sequence[Fraction]) -> Vector:

@@ -30,7 +30,7 @@ from typing import Any
 from . import certificates as cert
 from .decide.concrete import MAX_EXACT_WEIGHTS, weight_count
 from .language.parse import parse_text
-from .language.syntax import BlockDecl, LoadExpr, MatrixLit, SpecSyntax, WeightDecl
+from .language.syntax import BlockDecl, LoadExpr, MatrixLit, SpecSyntax, VectorLit, WeightDecl
 from .model import Block, Claim, Spec
 from .result import Result
 
@@ -77,11 +77,10 @@ class Sources:
     def loads(self, name: str) -> list[LoadExpr]:
         return [w.value for ws in self.layers(name) for w in ws if isinstance(w.value, LoadExpr)]
 
-    def source(self, value: LoadExpr | MatrixLit) -> dict[str, Any]:
+    def source(self, value: LoadExpr | MatrixLit | VectorLit) -> dict[str, Any]:
         if not isinstance(value, LoadExpr):
             return {"literal": True}
-        return {"file": value.file, "key": value.key,
-                "transpose": bool(getattr(value, "transpose", False)),
+        return {"file": value.file, "key": value.key, "transpose": value.transpose,
                 "sha256": sha256_file(self.folder / value.file)}
 
 
@@ -100,7 +99,9 @@ def block_json(block: Block, sources: Sources) -> dict[str, Any]:
         layers: Any = _by_source(block, sources)
     else:
         layers = None if block.layers is None else cert.layers(block.layers)
+    biased = {"bias": True} if block.biased else {}  # absent: bias-free documents unchanged
     return {
+        **biased,
         "name": block.name,
         "activation": {"name": block.activation.name, "kind": scalar.kind,
                        "gated": block.activation.gated,

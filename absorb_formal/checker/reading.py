@@ -14,6 +14,7 @@ limit, matrix sources (literal, or file, key, transpose and file SHA-256) beyond
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from fractions import Fraction
@@ -143,8 +144,11 @@ class Reading:
         else:
             stored = [{k: self._strings(v, f"block '{name}' {k}") for k, v in layer.items()}
                       for layer in layers]
-        return {"name": b.name, "activation": act, "dim": dim, "width": width, "depth": depth,
-                "skip": skip_json(b.skip), "layers": stored}
+            if b.bias:
+                stored = [_zero_biases(layer, act["gated"], dim, width) for layer in stored]
+        biased = {"bias": True} if b.bias else {}  # absent: bias-free documents unchanged
+        return {**biased, "name": b.name, "activation": act, "dim": dim, "width": width,
+                "depth": depth, "skip": skip_json(b.skip), "layers": stored}
 
     def _source(self, value: Value) -> dict[str, Any]:
         if not isinstance(value, Load):
@@ -154,7 +158,14 @@ class Reading:
 
     def _strings(self, value: Value, where: str) -> Any:
         if isinstance(value, Load):
-            return _nested_str(self.matrix(value, where).rows())
+            found = self.matrix(value, where)
+            if where.endswith("_bias"):  # a bias stored 1-D, 1×n or n×1 (MATH.md §8)
+                if len(found.shape) not in (1, 2) or (len(found.shape) == 2
+                                                      and 1 not in found.shape):
+                    raise Stale(f"{where}: array {value.key!r} of shape {found.shape} is "
+                                "not a vector")
+                found = found.reshape((math.prod(found.shape),))
+            return _nested_str(found.rows())
         return _nested_str(value)
 
     def weights(self, doc: dict[str, Any]) -> dict[str, list[dict[str, Exact]]]:
@@ -215,6 +226,12 @@ class Reading:
         if changes:  # the blocks would be read from changed files: say only that
             raise Stale("; ".join(changes))
         return []
+
+
+def _zero_biases(layer: dict[str, Any], gated: bool, dim: int, width: int) -> dict[str, Any]:
+    """A biased layer with every bias present: the ones the spec omits are 0 (MATH.md §8)."""
+    sizes = {"up_bias": width, "down_bias": dim, **({"gate_bias": width} if gated else {})}
+    return {**{name: ["0"] * size for name, size in sizes.items()}, **layer}
 
 
 def _whole(x: Fraction | None) -> int:

@@ -1,7 +1,7 @@
 """The checker's own reading of `.mlp` spec text (LANGUAGE.md), independent of the prover.
 
 It reads only what determines a block's weights — activation, dim, width, depth, skip, and
-per layer `up`, `down`, `gate` (a literal, or `load("file", "key")` with an optional `.T`)
+per layer `up`, `down`, `gate` (a literal or `load("file", "key")`, either with an optional `.T`)
 and the bias fields `bias`, `up_bias`, `gate_bias`, `down_bias` — and the statement each
 `claim` line makes. It does not re-validate the spec (the prover refuses bad specs); text it
 cannot read is a `SourceError` with its line and column, never a guess.
@@ -232,7 +232,11 @@ class _Reader:
                 transpose = True
             into[name] = Load(file, key, transpose)
         else:
-            into[name] = self.literal()
+            value = self.literal()
+            if self.accept("."):  # `[[...]].T`: a literal matrix transposed
+                self.take("T")
+                value = [list(column) for column in zip(*value, strict=True)]
+            into[name] = value
 
     def literal(self) -> list[Any]:
         """`[1, 2]` or `[[1, 2], [3, 4]]` (a row is itself a literal)."""

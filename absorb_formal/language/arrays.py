@@ -1,4 +1,5 @@
-"""`load("file", "key")`: read one matrix from a NumPy `.npz` or a `.safetensors` file.
+"""`load("file", "key")`: read one matrix (or, for a bias, one vector) from a NumPy `.npz`
+or a `.safetensors` file.
 
 Values are kept exact: a float array is the dyadic rationals its bits denote (float16,
 bfloat16 and float32 widen to float64 without rounding). The safetensors format (8-byte
@@ -27,8 +28,11 @@ _SAFETENSORS_DTYPES = {
 }
 
 
-def load_matrix(path: Path, key: str) -> np.ndarray:
-    """The 2-D array stored under `key`, checked finite; raises ArrayError otherwise."""
+def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
+    """The 2-D array stored under `key`, checked finite; raises ArrayError otherwise.
+
+    With `vector` (a bias, MATH.md §8): a 1-D array, or a 1×n or n×1 one, returned 1-D.
+    Reshaping moves no value, so exactness is kept."""
     if not path.is_file():
         raise ArrayError(f"cannot load: file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
@@ -46,7 +50,18 @@ def load_matrix(path: Path, key: str) -> np.ndarray:
     except (TypeError, NotImplementedError):  # np.load on a .npy named .npz, or a zip whose
         # members use a compression zipfile lacks
         raise ArrayError(f"cannot read {path.name!r}: not a NumPy .npz archive") from None
-    return _checked(array, path.name, key)
+    if not vector:
+        return _checked(array, path.name, key)
+    # Checked as the 1×n matrix it is (finite values, real dtype), returned 1-D.
+    return _checked(_as_row(array, path.name, key), path.name, key)[0]
+
+
+def _as_row(array: np.ndarray, file: str, key: str) -> np.ndarray:
+    """A vector stored 1-D, 1×n or n×1 (Hugging Face stores biases 1-D) as a 1×n matrix."""
+    if array.ndim == 1 or (array.ndim == 2 and 1 in array.shape):
+        return array.reshape(1, -1)
+    raise ArrayError(f"array {key!r} in {file!r} has shape {tuple(array.shape)}, not a vector "
+                     "(a 1-D array, or 1×n or n×1)")
 
 
 def _from_npz(path: Path, key: str) -> np.ndarray:

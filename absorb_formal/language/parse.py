@@ -6,6 +6,7 @@ Lark's own exceptions never escape: every failure becomes a positioned `SpecErro
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -35,6 +36,7 @@ from .syntax import (
     QueryDecl,
     SkipExpr,
     SpecSyntax,
+    VectorLit,
     WeightDecl,
 )
 
@@ -130,6 +132,9 @@ class ToSyntax(Transformer):
     def act_coeffs(self, meta: Any, children: list[Any]) -> ActivationExpr:
         return self._activation("coeffs", meta, children)
 
+    def bias_field(self, meta: Any, children: list[Any]) -> FieldDecl:
+        return FieldDecl("bias", None, _pos(meta))
+
     def skip_identity(self, meta: Any, children: list[Any]) -> SkipExpr:
         return SkipExpr("identity", None, None, _pos(meta))
 
@@ -147,8 +152,13 @@ class ToSyntax(Transformer):
         return LayerDecl(number, tuple(weights), _pos(meta))
 
     def weight(self, meta: Any, children: list[Any]) -> WeightDecl:
-        name, value = children
+        name, value, *transpose = children
+        if transpose:  # `.T` (the grammar allows it after a matrix or a load only)
+            value = replace(value, transpose=True)
         return WeightDecl(str(name), value, _pos(meta))
+
+    def vector(self, meta: Any, children: list[Any]) -> VectorLit:
+        return VectorLit(tuple(children), _pos(meta))
 
     def matrix(self, meta: Any, children: list[Any]) -> MatrixLit:
         rows = tuple(tuple(row) for row, _ in children)
@@ -229,6 +239,7 @@ _TERMINAL_TEXT = {
     "NAME": "a name", "NUMBER": "a number", "STRING": "a quoted string",
     "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "LPAR": "'('",
     "RPAR": "')'", "COMMA": "','", "EQUAL": "'='", "CIRCUMFLEX": "'^'",
+    "TRANSPOSE": "'.T'",
 }
 
 

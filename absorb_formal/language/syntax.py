@@ -33,6 +33,15 @@ class MatrixLit:
     rows: tuple[tuple[Num, ...], ...]
     row_pos: tuple[Pos, ...]
     pos: Pos
+    transpose: bool = False  # written `[[...]].T`
+
+
+@dataclass(frozen=True)
+class VectorLit:
+    """`[1, 2/3, -0.5]`: a bias vector (MATH.md §8)."""
+
+    values: tuple[Num, ...]
+    pos: Pos
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class LoadExpr:
     file: str
     key: str
     pos: Pos
+    transpose: bool = False  # written `load(...).T`
 
 
 @dataclass(frozen=True)
@@ -62,8 +72,8 @@ class SkipExpr:
 
 @dataclass(frozen=True)
 class WeightDecl:
-    name: str  # "up" | "down" | "gate"
-    value: MatrixLit | LoadExpr
+    name: str  # "up" | "down" | "gate" | "up_bias" | "gate_bias" | "down_bias"
+    value: MatrixLit | VectorLit | LoadExpr
     pos: Pos
 
 
@@ -76,10 +86,10 @@ class LayerDecl:
 
 @dataclass(frozen=True)
 class FieldDecl:
-    """`activation`, `dim`, `width`, `depth` or `skip` with its value."""
+    """`activation`, `dim`, `width`, `depth` or `skip` with its value, or `bias` (None)."""
 
     name: str
-    value: ActivationExpr | SkipExpr | Num
+    value: ActivationExpr | SkipExpr | Num | None
     pos: Pos
 
 

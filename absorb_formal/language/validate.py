@@ -9,8 +9,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
+
 from .. import activations as acts
-from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement
+from .. import exactarray
+from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement, Vector
 from .arrays import ArrayError, load_matrix
 from .errors import Diagnostic, SpecError
 from .parse import keywords
@@ -27,10 +30,13 @@ from .syntax import (
     QueryDecl,
     SkipExpr,
     SpecSyntax,
+    VectorLit,
     WeightDecl,
 )
 
 FAMILY_MODALITIES = ("never", "sometimes", "generically not", "always")
+MATRICES = ("up", "down", "gate")
+BIASES = ("up_bias", "gate_bias", "down_bias")  # MATH.md §8
 
 
 @dataclass
@@ -76,20 +82,22 @@ class Validator:
         depth = (self.integer(depth_field.value, "depth")  # type: ignore[arg-type]
                  if depth_field else 1)
         skip = self.skip(fields.get("skip"), dim)
-        concrete = bool(decl.weights or decl.layers)
+        concrete = bool(decl.weights or decl.layers) and not _bias_only(decl)
+        biased = "bias" in fields or any(w.name in BIASES for w in _all_weights(decl))
         if name in self.declared:
             first = self.declared[name].pos
             self.error(decl.name.pos, f"block '{name}' is already declared at line {first.line}")
         else:
             self.declared[name] = _Declared(decl.name.pos, concrete, dim)
         if None in (activation, dim, width, depth, skip):
-            self.weights_of(decl, activation, dim, width, depth)  # still report their errors
+            # still report their errors
+            self.weights_of(decl, activation, dim, width, depth, biased)
             return None
         assert activation and dim and width and depth and skip
-        layers = self.weights_of(decl, activation, dim, width, depth)
+        layers = self.weights_of(decl, activation, dim, width, depth, biased)
         if len(self.errors) > before:
             return None
-        return Block(name, activation, dim, width, depth, skip, layers, decl.pos)
+        return Block(name, activation, dim, width, depth, skip, layers, decl.pos, biased=biased)
 
     def fields(self, decl: BlockDecl) -> dict[str, FieldDecl]:
         seen: dict[str, FieldDecl] = {}
@@ -162,9 +170,16 @@ class Validator:
     # ---- weights ----------------------------------------------------------
 
     def weights_of(self, decl: BlockDecl, activation: acts.Activation | None, dim: int | None,
-                   width: int | None, depth: int | None) -> tuple[Layer, ...] | None:
+                   width: int | None, depth: int | None,
+                   biased: bool = False) -> tuple[Layer, ...] | None:
         """The layers' weights, or None for a family; errors for anything incomplete."""
         if not decl.weights and not decl.layers:
+            return None
+        if _bias_only(decl):  # MATH.md §8: a family's biases are free, like its weights
+            first = next(w for w in _all_weights(decl) if w.name in BIASES)
+            self.error(first.pos, f"'{first.name}' gives a bias value, but block "
+                                  f"'{decl.name.text}' is a family (no weight matrices): "
+                                  "a family's biases are free; write just 'bias'")
             return None
         if decl.weights and decl.layers:
             self.error(decl.layers[0].pos, "give the weights either directly or in 'layer' "
@@ -179,7 +194,7 @@ class Validator:
             sections = [(decl.weights, decl.pos, "block '" + decl.name.text + "'")]
         else:
             sections = self.layer_sections(decl, depth)
-        layers = [self.layer(ws, pos, where, activation, dim, width)
+        layers = [self.layer(ws, pos, where, activation, dim, width, biased)
                   for ws, pos, where in sections]
         if any(layer is None for layer in layers):
             return None
@@ -209,7 +224,7 @@ class Validator:
 
     def layer(self, weights: tuple[WeightDecl, ...], pos: Pos, where: str,
               activation: acts.Activation | None, dim: int | None,
-              width: int | None) -> Layer | None:
+              width: int | None, biased: bool = False) -> Layer | None:
         given: dict[str, WeightDecl] = {}
         for w in weights:
             if w.name in given:
@@ -217,10 +232,11 @@ class Validator:
             given.setdefault(w.name, w)
         ok = True
         if activation is not None:
-            if "gate" in given and not activation.gated:
-                self.error(given["gate"].pos, f"'gate' is only for gated activations; "
-                                              f"{activation} is ungated")
-                ok = False
+            for name in ("gate", "gate_bias"):
+                if name in given and not activation.gated:
+                    self.error(given[name].pos, f"'{name}' is only for gated activations; "
+                                                f"{activation} is ungated")
+                    ok = False
             needed = ["up", "down"] + (["gate"] if activation.gated else [])
             missing = [n for n in needed if n not in given]
             if missing:
@@ -232,16 +248,39 @@ class Validator:
                 ok = False
         shapes = {"up": ((width, dim), "width × dim"), "down": ((dim, width), "dim × width"),
                   "gate": ((width, dim), "width × dim")}
-        matrices = {n: self.weight(w, *shapes[n]) for n, w in given.items()}
-        if not ok or any(m is None for m in matrices.values()) or activation is None:
+        lengths = {"up_bias": (width, "one per hidden unit: width m"),
+                   "gate_bias": (width, "one per hidden unit: width m"),
+                   "down_bias": (dim, "one per output: dim d")}
+        values: dict[str, Matrix | Vector | None] = {
+            n: self.bias(w, *lengths[n]) if n in BIASES else self.weight(w, *shapes[n])
+            for n, w in given.items()}
+        if not ok or any(v is None for v in values.values()) or activation is None:
             return None
-        return Layer(matrices["up"], matrices["down"],  # type: ignore[arg-type]
-                     matrices.get("gate"))
+        return Layer(values["up"], values["down"],  # type: ignore[arg-type]
+                     values.get("gate"), **self.biases(values, activation, dim, width, biased))
+
+    @staticmethod
+    def biases(values: dict[str, Matrix | Vector | None], activation: acts.Activation,
+               dim: int | None, width: int | None, biased: bool) -> dict[str, Vector | None]:
+        """A biased block's bias vectors, 0 where none is given (MATH.md §8); else None."""
+        if not biased or dim is None or width is None:
+            return {}
+        sizes = {"up_bias": width, "down_bias": dim}
+        if activation.gated:
+            sizes["gate_bias"] = width
+        zero = Fraction(0)
+        return {n: values.get(n) or (zero,) * size  # type: ignore[misc]
+                for n, size in sizes.items()}
 
     def weight(self, w: WeightDecl, shape: tuple[int | None, int | None],
                described: str) -> Matrix | None:
         if isinstance(w.value, LoadExpr):
             return self.loaded(w.value, w.name, shape, described)
+        if isinstance(w.value, VectorLit):
+            self.error(w.value.pos, f"'{w.name}' is a matrix: write its rows "
+                                    f"[[...], [...]], got a vector of {len(w.value.values)} "
+                                    "entries")
+            return None
         return self.literal(w.value, w.name, shape, described)
 
     def literal(self, lit: MatrixLit, what: str, shape: tuple[int | None, int | None],
@@ -252,10 +291,13 @@ class Validator:
                 self.error(pos, f"ragged rows in '{what}': row {i + 1} has {len(row)} "
                                 f"entries, row 1 has {width}")
                 return None
-        got = (len(lit.rows), width)
-        if not self.shape_ok(got, shape, what, described, lit.pos):
+        rows = [[n.value for n in row] for row in lit.rows]
+        if lit.transpose:
+            rows = [list(column) for column in zip(*rows, strict=True)]
+        got = (len(rows), len(rows[0]))
+        if not self.shape_ok(got, shape, what, described, lit.pos, transposed=lit.transpose):
             return None
-        return Matrix([[n.value for n in row] for row in lit.rows])
+        return Matrix(rows)
 
     def loaded(self, expr: LoadExpr, what: str, shape: tuple[int | None, int | None],
                described: str) -> Matrix | None:
@@ -264,19 +306,50 @@ class Validator:
         except ArrayError as error:
             self.error(expr.pos, str(error))
             return None
+        if expr.transpose:  # contiguous again: exact readers walk the rows
+            array = np.ascontiguousarray(array.T)
         got = (int(array.shape[0]), int(array.shape[1]))
         if not self.shape_ok(got, shape, what, described, expr.pos,
-                             source=f" (array {expr.key!r} in {expr.file!r})"):
+                             source=f" (array {expr.key!r} in {expr.file!r})",
+                             transposed=expr.transpose):
             return None
         return Matrix(array=array)
 
     def shape_ok(self, got: tuple[int, int], want: tuple[int | None, int | None], what: str,
-                 described: str, pos: Pos, source: str = "") -> bool:
+                 described: str, pos: Pos, source: str = "", transposed: bool = False) -> bool:
         if None in want or got == want:
             return True
+        hint = ""
+        if (got[1], got[0]) == want:  # stored the other way round (e.g. Hugging Face Conv1D)
+            hint = ("; without '.T' it fits: remove '.T'" if transposed
+                    else "; its transpose fits: write '.T' after it")
         self.error(pos, f"'{what}' must be {want[0]}×{want[1]} ({described}), "
-                        f"got {got[0]}×{got[1]}{source}")
+                        f"got {got[0]}×{got[1]}{source}{hint}")
         return False
+
+    def bias(self, w: WeightDecl, length: int | None, described: str) -> Vector | None:
+        """A bias vector (MATH.md §8): a list, or a load of a 1-D (1×n, n×1) array."""
+        value = w.value
+        if isinstance(value, MatrixLit):
+            self.error(value.pos, f"'{w.name}' is a vector: write [v1, v2, ...], got a "
+                                  f"{len(value.rows)}×{len(value.rows[0])} matrix")
+            return None
+        source = ""
+        if isinstance(value, LoadExpr):
+            try:
+                array = load_matrix(self.folder / value.file, value.key, vector=True)
+            except ArrayError as error:
+                self.error(value.pos, str(error))
+                return None
+            vector = tuple(exactarray.fractions(array.reshape(1, -1))[0])
+            source = f" (array {value.key!r} in {value.file!r})"
+        else:
+            vector = tuple(n.value for n in value.values)
+        if length is not None and len(vector) != length:
+            self.error(value.pos, f"'{w.name}' must have {length} entries ({described} = "
+                                  f"{length}), got {len(vector)}{source}")
+            return None
+        return vector
 
     # ---- claims and queries -------------------------------------------------
 
@@ -353,6 +426,16 @@ class Validator:
         else:
             self.error(pos, f"no block named '{name}' is declared")
         return None
+
+
+def _all_weights(decl: BlockDecl) -> list[WeightDecl]:
+    return list(decl.weights) + [w for layer in decl.layers for w in layer.weights]
+
+
+def _bias_only(decl: BlockDecl) -> bool:
+    """Bias values but no weight matrix: a family given values it cannot have."""
+    names = {w.name for w in _all_weights(decl)}
+    return bool(names) and not names & set(MATRICES)
 
 
 def validate(syntax: SpecSyntax, path: str, folder: Path, source: str | None = None) -> Spec:
