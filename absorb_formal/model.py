@@ -2,9 +2,9 @@
 
 Ungated layer: `x ↦ S x + D σ(U x)`; gated: `x ↦ S x + D (σ(G x) ⊙ U x)`. With biases
 (MATH.md §8): `S x + D σ(U x + b) + c`, gated `S x + D (σ(G x + g) ⊙ (U x + b)) + c`.
-A block of depth L is the composition of its L layers, all with the same σ, S, d and m. Weights are exact
-rationals (`Matrix`); a skip is kept as `c·I` when it is one, so that a family with
-`dim 1000000` never materialises a d×d matrix.
+A block of depth L is the composition of its L layers, all with the same σ, S, d and m.
+Weights are exact rationals (`Matrix`); a skip is kept as `c·I` when it is one, so that a
+family with `dim 1000000` never materialises a d×d matrix.
 """
 
 from __future__ import annotations

@@ -49,7 +49,9 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
         figure = {"skipped": str(error)}
     if figure is not None:
         extra["sanity"] = figure
-    if options.fit and width is not None and block.is_concrete and block.depth == 1:
+    if options.fit and width is not None and block.is_concrete and block.biased:
+        extra["fit"] = {"skipped": "blocks with biases: the fit has no biases yet (MATH.md §8)"}
+    elif options.fit and width is not None and block.is_concrete and block.depth == 1:
         from .fit import fit_alarm
 
         try:

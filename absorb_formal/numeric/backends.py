@@ -70,11 +70,16 @@ def forward(block: FloatBlock, x: Any, sigma: Any, tensor: Any, scaled: bool) ->
         for start in range(0, len(layer["up"]), step):
             part = {name: tensor(array[start:start + step] if name != "down"
                                  else array[:, start:start + step])
-                    for name, array in layer.items()}
+                    for name, array in layer.items() if name != "down_bias"}
             hidden, hidden_size = _hidden(block, part, x, scale, sigma)
             value = value + hidden @ part["down"].T
             if scaled:
                 size = size + hidden_size @ abs(part["down"]).T
+        if "down_bias" in layer:  # the output bias c (MATH.md §8), once per layer
+            bias = tensor(layer["down_bias"])
+            value = value + bias
+            if scaled:
+                size = size + abs(bias)
         x, scale = value, (size if scaled else None)
     return x, scale
 
@@ -83,20 +88,31 @@ def _hidden(block: FloatBlock, part: dict[str, Any], x: Any, scale: Any, sigma: 
             ) -> tuple[Any, Any]:
     """σ(U x) (or σ(G x)·(U x)) for some neurons, and the size bound of each entry: the
     input rounding |U| scale carried through σ's slope, plus the entry's own size."""
-    lifted = x @ part["up"].T
+    lifted, lifted_size = _affine(part, "up", x, scale)
     if not block.gated:
         hidden = sigma(lifted)
         if scale is None:
             return hidden, None
-        return hidden, slope(block.scalar, lifted) * (scale @ abs(part["up"]).T) + abs(hidden)
-    gate = x @ part["gate"].T
+        return hidden, slope(block.scalar, lifted) * lifted_size + abs(hidden)
+    gate, gate_size = _affine(part, "gate", x, scale)
     gated = sigma(gate)
     hidden = gated * lifted
     if scale is None:
         return hidden, None
-    size = (slope(block.scalar, gate) * (scale @ abs(part["gate"]).T) * abs(lifted)
-            + abs(gated) * (scale @ abs(part["up"]).T) + abs(hidden))
+    size = (slope(block.scalar, gate) * gate_size * abs(lifted)
+            + abs(gated) * lifted_size + abs(hidden))
     return hidden, size
+
+
+def _affine(part: dict[str, Any], name: str, x: Any, scale: Any) -> tuple[Any, Any]:
+    """W x (+ its bias, MATH.md §8) and the size bound of its terms (None unscaled)."""
+    value = x @ part[name].T
+    size = None if scale is None else scale @ abs(part[name]).T
+    bias = part.get(name + "_bias")
+    if bias is not None:
+        value = value + bias
+        size = None if size is None else size + abs(bias)
+    return value, size
 
 
 class NumpyBackend:

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..activations import Scalar
-from ..model import Block, Matrix
+from ..model import Block, Layer, Matrix
+
+BIASES = ("up_bias", "gate_bias", "down_bias")
 
 _SMALLEST_NORMAL = sys.float_info.min
 
@@ -28,7 +30,10 @@ class OutOfRange(ValueError):
 
 @dataclass(frozen=True)
 class FloatBlock:
-    """x ↦ S x + D σ(U x) (or gated) per layer; skip as c·I (matrix None) or a matrix."""
+    """x ↦ S x + D σ(U x) (or gated) per layer; skip as c·I (matrix None) or a matrix.
+
+    A biased layer (MATH.md §8) also holds 1-D "up_bias", "gate_bias" (gated) and
+    "down_bias": x ↦ S x + D σ(U x + b) + c."""
 
     scalar: Scalar
     gated: bool
@@ -58,7 +63,8 @@ def _live(layer: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     keep = np.flatnonzero(np.any(layer["down"] != 0, axis=0))
     if len(keep) == layer["down"].shape[1]:
         return layer
-    return {name: (value[:, keep] if name == "down" else value[keep])
+    return {name: (value[:, keep] if name == "down" else value if name == "down_bias"
+                   else value[keep])
             for name, value in layer.items()}
 
 
@@ -91,11 +97,18 @@ def _skip(block: Block) -> tuple[float, np.ndarray | None]:
     return to_float(scale), None
 
 
+def _bias_floats(layer: Layer) -> dict[str, np.ndarray]:
+    """A biased layer's biases in float64 (range-checked like literal weights); {} without."""
+    return {name: np.array([to_float(v) for v in getattr(layer, name)], dtype=np.float64)
+            for name in BIASES if getattr(layer, name) is not None}
+
+
 def from_block(block: Block) -> FloatBlock:
     assert block.layers is not None
     layers = tuple(_live({"up": _matrix_floats(layer.up), "down": _matrix_floats(layer.down),
                           **({"gate": _matrix_floats(layer.gate)}
-                             if layer.gate is not None else {})})
+                             if layer.gate is not None else {}),
+                          **_bias_floats(layer)})
                    for layer in block.layers)
     scale, matrix = _skip(block)
     return FloatBlock(block.activation.scalar, block.activation.gated, block.dim, scale,
@@ -132,6 +145,13 @@ def _layer_from_json(layer: dict[str, Any], dim: int, memo: dict[str, float]
     for name in ("up", "gate"):
         if name in layer:
             converted[name] = _array([layer[name][j] for j in keep], dim, memo)
+    for name in ("up_bias", "gate_bias"):  # biased witnesses (MATH.md §8)
+        if name in layer:
+            converted[name] = np.array([_float(layer[name][j], memo) for j in keep],
+                                       dtype=np.float64)
+    if "down_bias" in layer:
+        converted["down_bias"] = np.array([_float(v, memo) for v in layer["down_bias"]],
+                                          dtype=np.float64)
     return converted
 
 
