@@ -222,6 +222,13 @@ class Block:
         assert self.layers is not None, "a family has no values"
         x = np.asarray(points, dtype=np.float64)
         sigma = self.activation.scalar.numpy
+
+        def _plus(values: np.ndarray, bias: Vector | None) -> np.ndarray:
+            # + bias in float64 (MATH.md §8); no bias: values untouched, bytes as before
+            if bias is None:
+                return values
+            return values + np.array([float(b) for b in bias], dtype=np.float64)
+
         for layer in self.layers:
             pre = _plus(x @ layer.up.floats.T, layer.up_bias)
             hidden = sigma(pre) if layer.gate is None else (
@@ -236,12 +243,6 @@ def _shifted(values: Vector, bias: Vector | None) -> Vector:
         return values
     return tuple(v + b for v, b in zip(values, bias, strict=True))
 
-
-def _plus(values: np.ndarray, bias: Vector | None) -> np.ndarray:
-    """values + bias in float64, for the numeric checks only (no bias: values untouched)."""
-    if bias is None:
-        return values
-    return values + np.array([float(b) for b in bias], dtype=np.float64)
 
 
 def matvec(rows: Sequence[Sequence[Fraction]], x: Sequence[Fraction]) -> Vector:

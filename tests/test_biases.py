@@ -296,3 +296,13 @@ def test_the_checker_refuses_a_certificate_on_a_biased_block(cli, tmp_path, monk
     doc["blocks"]["F"]["bias"] = True  # T1's certificate, now about a biased family
     verdict = verify(doc)
     assert verdict.status == "invalid" and "blocks with biases" in verdict.reason
+
+
+def test_the_checker_reader_transposes_literals_and_refuses_a_vector_transposed():
+    from absorb_formal.checker.source import SourceError, read_spec
+
+    block = read_spec("block B { activation relu dim 2 width 3 "
+                      "down = [[1, 0], [0, 1], [7/10, 3/10]].T }").blocks["B"]
+    assert block.weights["down"] == [[1, 0, F(7, 10)], [0, 1, F(3, 10)]]
+    with pytest.raises(SourceError, match="'.T' needs a matrix"):
+        read_spec("block B { activation relu dim 1 width 2 up_bias = [1, 2].T }")

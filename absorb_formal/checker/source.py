@@ -234,7 +234,9 @@ class _Reader:
         else:
             value = self.literal()
             if self.accept("."):  # `[[...]].T`: a literal matrix transposed
-                self.take("T")
+                where = self.take("T")
+                if not all(isinstance(r, list) and len(r) == len(value[0]) for r in value):
+                    raise SourceError(f"{where.line}:{where.column}: '.T' needs a matrix")
                 value = [list(column) for column in zip(*value, strict=True)]
             into[name] = value
 
