@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from absorb_formal import activations as acts
@@ -19,9 +19,10 @@ from absorb_formal.model import Block, Layer, Matrix, Skip
 from absorb_formal.position import Pos
 from absorb_formal.properties import properties
 
+from . import known_truth
+
 RIDGE = [acts.simple("relu"), acts.leaky_relu(Fraction(1, 2)), acts.simple("gelu"),
          acts.simple("silu")]
-ints = st.integers(-2, 2)
 
 
 def make(activation, up, down, skip_rows=None, scale=Fraction(1), gate=None, depth=1):
@@ -31,27 +32,33 @@ def make(activation, up, down, skip_rows=None, scale=Fraction(1), gate=None, dep
     return Block("B", activation, d, m, depth, skip, (layer,) * depth, Pos(1, 1))
 
 
-def weights(draw, rows, cols):
-    return [[Fraction(draw(ints)) for _ in range(cols)] for _ in range(rows)]
-
-
-@st.composite
-def small_blocks(draw, planted: bool | None = None):
-    activation = draw(st.sampled_from(RIDGE))
-    d, m = draw(st.integers(1, 3)), draw(st.integers(1, 5))
-    up, down = weights(draw, m, d), weights(draw, d, m)
-    plant = draw(st.booleans()) if planted is None else planted
+def small_case(pick, planted: bool | None = None) -> tuple[Block, bool]:
+    """A random small ridge block, and whether its skip was planted (then it is absorbable at
+    its own width). `pick`: tests/known_truth.py's Pick (hypothesis) or Seeded."""
+    activation = pick.choice(RIDGE)
+    d, m = pick.integer(1, 3), pick.integer(1, 5)
+    up, down = known_truth.integers(pick, m, d, 2), known_truth.integers(pick, d, m, 2)
+    plant = pick.boolean() if planted is None else planted
     if plant:  # S = −2a Σ_{i∈J} d_i u_iᵀ makes J a valid index set (MATH.md §4)
         a = properties(activation).odd_linear
-        chosen = [i for i in range(m) if draw(st.booleans())]
+        chosen = [i for i in range(m) if pick.boolean()]
         skip = linalg.zeros(d, d)
         for i in chosen:
             column = tuple(row[i] for row in down)
             skip = linalg.add(skip, linalg.outer(column, up[i]), -2 * a)
-        return make(activation, up, down, skip)
-    if draw(st.booleans()):
-        return make(activation, up, down)
-    return make(activation, up, down, weights(draw, d, d))
+        return make(activation, up, down, skip), True
+    if pick.boolean():
+        return make(activation, up, down), False
+    return make(activation, up, down, known_truth.integers(pick, d, d, 2)), False
+
+
+@st.composite
+def small_cases(draw, planted: bool | None = None):
+    return small_case(known_truth.Pick(draw), planted)
+
+
+def small_blocks(planted: bool | None = None):
+    return small_cases(planted).map(lambda case: case[0])
 
 
 def assert_same_function(block: Block, stack: tuple[Layer, ...], n: int = 1000) -> None:
@@ -68,11 +75,15 @@ SETTINGS = settings(max_examples=120, deadline=None,
 
 
 @SETTINGS
-@given(small_blocks())
-def test_every_witness_computes_the_block(block):
+@given(small_cases())
+def test_every_witness_computes_the_block(case):
+    block, planted = case
     for size in (block.width, block.width + 1, block.width + 2 * block.dim):
         decision = concrete.at_width(block, size)
         assert decision.absorbable is not None, decision.reason
+        event(f"absorbable: {decision.absorbable}")
+        if planted:  # absorbable at its width, so at every larger one (zero neurons)
+            assert decision.absorbable is True
         if decision.absorbable:
             rows, cols = decision.witness[0].up.shape  # zero neurons may be left out (§4)
             assert rows <= size and cols == block.dim
@@ -120,8 +131,35 @@ def test_generic_blocks_agree_with_the_papers_condition(block):
     cf = canonical_form(block)
     if cf.p != block.width:  # not generic: merged or dead neurons
         return
-    decision = concrete.at_width(block, block.width)
-    assert decision.absorbable == brute_force_generic(block)
+    truth = brute_force_generic(block)
+    event(f"absorbable: {truth}")
+    assert concrete.at_width(block, block.width).absorbable is truth
+
+
+def _generic_case(pick):
+    block, _ = small_case(pick)
+    if canonical_form(block).p != block.width:
+        return None
+    return known_truth.Known(block, brute_force_generic(block), block.width)
+
+
+def test_generic_blocks_of_a_seeded_sample_see_both_answers():
+    known_truth.both_answers(
+        _generic_case, lambda known: concrete.at_width(known.block, known.size).absorbable,
+        samples=60)
+
+
+@pytest.mark.parametrize("test", [
+    test_every_witness_computes_the_block, test_planted_blocks_are_absorbable_at_their_width,
+    test_minimal_width_is_bracketed_and_bounded,
+    test_generic_blocks_agree_with_the_papers_condition,
+    test_generic_blocks_of_a_seeded_sample_see_both_answers,
+], ids=lambda t: t.__name__)
+def test_a_prover_that_always_answers_no_fails_the_property_tests(monkeypatch, test):
+    from absorb_formal.decide.decision import Decision
+
+    monkeypatch.setattr(concrete, "at_width", lambda *_: Decision(False, "stub"))
+    known_truth.fails_with_a_stub(monkeypatch, test)
 
 
 def test_paper_counterexample_needs_m_plus_d():

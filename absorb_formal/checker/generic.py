@@ -1,12 +1,26 @@
 """The checker's side of the generic engine (MATH.md §6, §7): it re-derives the coefficient
-equations and rebuilds the solver queries itself, from the embedded block alone.
+equations and prints the solver queries itself, from the embedded block alone.
 
 Naming convention of the unknowns (part of the certificate format): layer l, neuron j,
 coordinate k: up `u{l}_{j}_{k}`, gate `g{l}_{j}_{k}`, down row r: `d{l}_{r}_{j}`.
+
+Every field of a generic certificate is checked or absent. A stored SMT-LIB text must be,
+byte for byte, the checker's own encoding of the claim (so it also ties the points, the
+equations or the witness it was built from), and the checker solves its own text.
+
+Trust base of a solver refutation (real infeasibility, finite point set, and a witness
+checked by "no point where P differs from B"): this module's encoding, and z3's "unsat"
+(nlsat, a decision procedure for real arithmetic; no proof object is checked). cvc5 is a
+second opinion bounded by CVC5_TIMEOUT_MS: "sat" from it is a disagreement and the
+certificate is invalid; when it gives up, the certificate rests on z3 alone and the verdict's
+reason says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 from typing import Any
 
@@ -14,7 +28,9 @@ import sympy as sp
 
 from . import exact, lemmas, smt
 
-RLIMIT = 40_000_000
+RLIMIT = 40_000_000  # z3 resource units: deterministic, unlike a timeout
+CVC5_TIMEOUT_MS = 10_000  # cvc5 1.4 takes 20-60 s on some synthesis queries z3 does in 0.1 s
+LAYER_KEYS = frozenset({"up", "gate", "down"})
 
 
 def names(width: int, dim: int, depth: int, gated: bool) -> list[dict[str, list[list[str]]]]:
@@ -114,130 +130,226 @@ def require(condition: bool, reason: str) -> None:
         raise Invalid(reason)
 
 
+def _fields(cert: dict[str, Any], *keys: str) -> None:
+    """Exactly these fields: one the checker does not check must not be there at all."""
+    require(set(cert) == set(keys), f"a {cert.get('kind')!r} certificate has exactly the fields "
+            f"{', '.join(sorted(keys))}; this one has {', '.join(sorted(map(str, cert)))}")
+
+
+# ---- notes for the verdict's reason (a certificate resting on one solver says so) ----------
+
+_NOTES: ContextVar[list[str] | None] = ContextVar("generic_notes", default=None)
+
+
+@contextmanager
+def notes() -> Iterator[list[str]]:
+    """Collects what the checks below want said in a valid verdict's reason."""
+    collected: list[str] = []
+    token = _NOTES.set(collected)
+    try:
+        yield collected
+    finally:
+        _NOTES.reset(token)
+
+
+def _note(text: str) -> None:
+    collected = _NOTES.get()
+    if collected is not None and text not in collected:
+        collected.append(text)
+
+
+def _refuted(text: str, what: str) -> None:
+    """The checker's own SMT-LIB text is unsat: z3 must say so; cvc5 may give up, not differ."""
+    z3_says = smt.z3_verdict(text, "QF_NRA", RLIMIT)
+    require(z3_says == "unsat", f"z3 does not refute {what} (its answer: {z3_says})")
+    cvc5_says = smt.cvc5_verdict(text, CVC5_TIMEOUT_MS)
+    require(cvc5_says in ("unsat", "unknown"),
+            f"cvc5 answers {cvc5_says} where z3 refutes {what}: the solvers disagree")
+    if cvc5_says == "unknown":
+        _note(f"z3 unsat; cvc5 gave up within {CVC5_TIMEOUT_MS // 1000} s, so this rests "
+              "on z3 alone")
+
+
+def _stored_text(cert: dict[str, Any], own: str, built_from: str) -> None:
+    require(cert["smtlib"] == own,
+            f"the stored SMT-LIB is not the checker's own encoding of {built_from}")
+
+
+# ---- polynomial activations: Nullstellensatz and real infeasibility ------------------------
+
 def infeasible(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     """Nullstellensatz (cofactors or Gröbner basis [1]) or real infeasibility of the system."""
     symbols, own = equations(block, width)
     require([str(s) for s in symbols] == cert["unknowns"], "unexpected unknowns")
     stored = [polynomial(f, symbols) for f in cert["equations"]]
-    require(all(f in own for f in stored), "a stored equation is not a coefficient of P - B")
-    if cert["kind"] == "Nullstellensatz" and cert.get("method") == "cofactors":
+    require(len(stored) == len(own) and set(stored) == own,
+            "the stored equations are not exactly the coefficients of P - B")
+    common = ("kind", "width", "unknowns", "equations", "argument")
+    if cert["kind"] == "real infeasibility":
+        _fields(cert, *common, "smtlib")
+        text = equations_smtlib(stored, symbols)
+        _stored_text(cert, text, "these equations")
+        _refuted(text, "the equations")
+    elif cert["method"] == "cofactors":
+        _fields(cert, *common, "method", "cofactors")
         hs = [polynomial(h, symbols) for h in cert["cofactors"]]
         require(len(hs) == len(stored), "one cofactor per equation")
         total = sp.expand(sp.Add(*(h * f for h, f in zip(hs, stored, strict=True))))
         require(total == 1, "sum of h_j f_j is not 1")
-    elif cert["kind"] == "Nullstellensatz":
+    else:
+        # The reduced Gröbner basis is [1] in every monomial order (the ideal is the unit
+        # ideal), so the certificate names no order.
+        require(cert["method"] == "groebner basis", f"unknown method {cert['method']!r}")
+        _fields(cert, *common, "method")
         basis = sp.groebner(sorted(own, key=sp.srepr), *symbols, order="grevlex")
         require(list(basis.exprs) == [1], "the Groebner basis is not [1]")
-    else:
-        require(_z3_unsat_equations(stored, symbols), "z3 finds a real solution (own encoding)")
-        _stored_unsat(cert["smtlib"])
 
 
-def _z3_unsat_equations(polys: list[sp.Expr], symbols: list[sp.Symbol]) -> bool:
-    import z3
-
-    variables = {s: z3.Real(str(s)) for s in symbols}
-    solver = z3.SolverFor("QF_NRA")
-    solver.set("rlimit", RLIMIT)
+def equations_smtlib(polys: list[sp.Expr], symbols: list[sp.Symbol]) -> str:
+    """"Every equation holds", QF_NRA, in the certificate's order of the equations."""
+    lines = [*_header(), *(f"(declare-fun {s} () Real)" for s in symbols)]
     for f in polys:
         terms = []
         for exps, c in sp.Poly(f, *symbols).terms():
-            term: Any = z3.RealVal(str(c))
+            factors = [_q(Fraction(int(c.p), int(c.q)))]
             for s, e in zip(symbols, exps, strict=True):
-                for _ in range(e):
-                    term = term * variables[s]
-            terms.append(term)
-        solver.add(z3.Sum(terms) == 0)
-    return solver.check() == z3.unsat
+                factors += [str(s)] * e
+            terms.append(f"(* {' '.join(factors)})" if len(factors) > 1 else factors[0])
+        total = f"(+ {' '.join(terms)} 0)" if len(terms) > 1 else (terms[0] if terms else "0")
+        lines.append(f"(assert (= {total} 0))")
+    return "\n".join([*lines, "(check-sat)"]) + "\n"
 
 
-def _stored_unsat(text: str) -> None:
-    require(smt.z3_verdict(text) == "unsat", "z3 does not confirm the stored SMT-LIB")
-    require(smt.cvc5_verdict(text) == "unsat", "cvc5 does not confirm the stored SMT-LIB")
+# ---- piecewise activations: SMT-LIB printed by the checker ---------------------------------
+
+def _header() -> list[str]:
+    return ["(set-logic QF_NRA)", "(set-info :status unsat)"]
 
 
-# ---- piecewise: z3 encodings built by the checker ----------------------------------------
+def _q(value: Fraction) -> str:
+    text = f"(/ {abs(value.numerator)} {value.denominator})" if value.denominator != 1 \
+        else str(abs(value.numerator))
+    return f"(- {text})" if value < 0 else text
 
-def _z3_sigma(activation: dict[str, Any], z: Any) -> Any:
-    import z3
 
+def _sum(terms: list[str]) -> str:
+    terms = [t for t in terms if t != "0"]
+    if not terms:
+        return "0"
+    return terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
+
+
+def _times(a: str, b: str) -> str:
+    return "0" if "0" in (a, b) else f"(* {a} {b})"
+
+
+def _sigma(activation: dict[str, Any], z: str) -> str:
     kind = activation["kind"]
     if kind == "relu":
-        return z3.If(z > 0, z, 0)
+        return f"(ite (> {z} 0) {z} 0)"
     if kind == "leaky_relu":
-        return z3.If(z >= 0, z, z3.RealVal(activation["param"]) * z)
+        return f"(ite (>= {z} 0) {z} (* {_q(exact.q(activation['param']))} {z}))"
     if kind == "abs":
-        return z3.If(z >= 0, z, -z)
+        return f"(ite (>= {z} 0) {z} (- {z}))"
     if kind == "relu_pow":
-        return z3.If(z > 0, z ** int(activation["power"]), 0)
+        return f"(ite (> {z} 0) (* {' '.join([z] * int(activation['power']))}) 0)"
     raise Invalid(f"no piecewise formula for {kind}")
 
 
-def _z3_stack(activation: dict[str, Any], skip: exact.Rows | None, layers: list[dict[str, Any]],
-              x: list[Any]) -> list[Any]:
-    import z3
+def _biased(block: dict[str, Any]) -> bool:
+    return any(set(layer) - LAYER_KEYS for layer in block["layers"])
 
-    value = list(x)
+
+def _stack_text(block: dict[str, Any], layers: list[dict[str, list[list[str]]]],
+                x: list[str], skip: bool) -> list[str]:
+    """The stack's output terms at x; layer entries are SMT terms (names or constants)."""
+    require(not _biased(block), "the generic checker encodes blocks without biases only")
+    activation = block["activation"]
+    s = [[_q(v) for v in row] for row in exact.skip_rows(block)] if skip else None
+    value = x
     for layer in layers:
-        pre = [z3.Sum([a * v for a, v in zip(row, value, strict=True)]) for row in layer["up"]]
+        pre = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
+               for row in layer["up"]]
         if activation["gated"]:
-            gate = [z3.Sum([a * v for a, v in zip(row, value, strict=True)])
+            gate = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
                     for row in layer["gate"]]
-            hidden = [_z3_sigma(activation, g) * h for g, h in zip(gate, pre, strict=True)]
+            hidden = [_times(_sigma(activation, g), h) for g, h in zip(gate, pre, strict=True)]
         else:
-            hidden = [_z3_sigma(activation, h) for h in pre]
-        out = [z3.Sum([a * h for a, h in zip(row, hidden, strict=True)]) for row in layer["down"]]
-        if skip is not None:
-            out = [o + z3.Sum([z3.RealVal(str(c)) * v for c, v in zip(row, value, strict=True)])
-                   for o, row in zip(out, skip, strict=True)]
+            hidden = [_sigma(activation, h) for h in pre]
+        out = [_sum([_times(a, h) for a, h in zip(row, hidden, strict=True)])
+               for row in layer["down"]]
+        if s is not None:
+            out = [_sum([o] + [_times(c, v) for c, v in zip(row, value, strict=True)])
+                   for o, row in zip(out, s, strict=True)]
         value = out
     return value
 
 
-def _z3_layers(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    import z3
+def _constant_layers(layers: list[dict[str, Any]]) -> list[dict[str, list[list[str]]]]:
+    return [{k: [[_q(exact.q(v)) for v in row] for row in rows] for k, rows in layer.items()}
+            for layer in layers]
 
-    return [{k: [[z3.RealVal(str(Fraction(v))) for v in row] for row in rows]
-             for k, rows in layer.items()} for layer in layers]
+
+def _rows_scale_freely(block: dict[str, Any]) -> bool:
+    """Each neuron's input row may be scaled into [-1, 1]^d without loss iff σ is H(k),
+    k >= 1: σ(c z) = c^k σ(z), c > 0, goes into the output weights. Re-proved here, never read
+    from the certificate: with biases no block is homogeneous (MATH.md §8.4's trap)."""
+    k = lemmas.degree(block["activation"])
+    return k is not None and k >= 1 and not _biased(block)
+
+
+def _degree_one(block: dict[str, Any]) -> bool:
+    """P and B are both positively homogeneous of degree 1 (σ H(k) with k + gated = 1, no
+    biases), so P = B on [-1, 1]^d implies P = B everywhere."""
+    k = lemmas.degree(block["activation"])
+    return k is not None and k + int(bool(block["activation"]["gated"])) == 1 \
+        and not _biased(block)
+
+
+def point_set_smtlib(block: dict[str, Any], width: int, points: list[exact.Vec]) -> str:
+    """"Some plain block of this width matches B at every point", QF_NRA."""
+    layers = names(width, block["dim"], block["depth"], block["activation"]["gated"])
+    lines = [*_header()] + [f"(declare-fun {n} () Real)" for layer in layers
+                            for key in ("gate", "up", "down") if key in layer
+                            for row in layer[key] for n in row]
+    if _rows_scale_freely(block):
+        lines += [f"(assert (<= (- 1) {n} 1))" for layer in layers for key in ("up", "gate")
+                  for row in layer.get(key, []) for n in row]
+    for point in points:
+        want = exact.evaluate(block, block["layers"], point)
+        got = _stack_text(block, layers, [_q(v) for v in point], skip=False)
+        lines += [f"(assert (= {g} {_q(w)}))" for g, w in zip(got, want, strict=True)]
+    return "\n".join([*lines, "(check-sat)"]) + "\n"
+
+
+def difference_smtlib(block: dict[str, Any], witness: list[dict[str, Any]]) -> str:
+    """"Some x has P(x) != B(x)", QF_NRA (x in [-1, 1]^d when both are of degree 1)."""
+    x = [f"x{k}" for k in range(block["dim"])]
+    lines = [*_header()] + [f"(declare-fun {v} () Real)" for v in x]
+    if _degree_one(block):
+        lines += [f"(assert (<= (- 1) {v} 1))" for v in x]
+    plain = _stack_text(block, _constant_layers(witness), x, skip=False)
+    target = _stack_text(block, _constant_layers(block["layers"]), x, skip=True)
+    differs = [f"(not (= {p} {b}))" for p, b in zip(plain, target, strict=True)]
+    lines.append(f"(assert (or {' '.join(differs)}))" if len(differs) > 1 else
+                 f"(assert {differs[0]})")
+    return "\n".join([*lines, "(check-sat)"]) + "\n"
 
 
 def no_difference(block: dict[str, Any], cert: dict[str, Any]) -> None:
-    """No x with P(x) ≠ B(x): z3 on the checker's own encoding, then the stored text."""
-    import z3
-
-    act = block["activation"]
-    x = [z3.Real(f"x{k}") for k in range(block["dim"])]
-    plain = _z3_stack(act, None, _z3_layers(cert["layers"]), x)
-    target = _z3_stack(act, exact.skip_rows(block), _z3_layers(block["layers"]), x)
-    solver = z3.SolverFor("QF_NRA")
-    solver.set("rlimit", RLIMIT)
-    solver.add(z3.Or([p != b for p, b in zip(plain, target, strict=True)]))
-    require(solver.check() == z3.unsat, "z3 finds an x where the witness differs from B")
-    _stored_unsat(cert["smtlib"])
+    """No x with P(x) != B(x), solved from the checker's own encoding."""
+    _fields(cert, "kind", "width", "layers", "check", "smtlib")
+    text = difference_smtlib(block, cert["layers"])
+    _stored_text(cert, text, "the block and this witness")
+    _refuted(text, "a point where the witness differs from B")
 
 
 def point_set(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     """No plain block of width `width` matches B at the stored points (own encoding)."""
-    import z3
-
-    act = block["activation"]
-    k = lemmas.degree(act)
-    if cert.get("box"):
-        require(k is not None and k >= 1, "row scaling needs H(k), k >= 1 (re-proved)")
-    layers = names(width, block["dim"], block["depth"], act["gated"])
-    unknowns = [{key: [[z3.Real(n) for n in row] for row in rows]
-                 for key, rows in layer.items()} for layer in layers]
-    solver = z3.SolverFor("QF_NRA")
-    solver.set("rlimit", RLIMIT)
-    if cert.get("box"):
-        for layer in unknowns:
-            for key in ("up", "gate"):
-                for row in layer.get(key, []):
-                    solver.add(*[z3.And(v >= -1, v <= 1) for v in row])
-    for point in cert["points"]:
-        x0 = exact.vec(point)
-        want = exact.evaluate(block, block["layers"], x0)
-        got = _z3_stack(act, None, unknowns, [z3.RealVal(str(v)) for v in x0])
-        solver.add(*[g == z3.RealVal(str(w)) for g, w in zip(got, want, strict=True)])
-    require(solver.check() == z3.unsat, "a plain block matches B at these points (own encoding)")
-    _stored_unsat(cert["smtlib"])
+    _fields(cert, "kind", "width", "points", "smtlib", "argument")
+    points = [exact.vec(p) for p in cert["points"]]
+    require(bool(points) and all(len(p) == block["dim"] for p in points),
+            "points must be a non-empty list of vectors of the block's dimension")
+    text = point_set_smtlib(block, width, points)
+    _stored_text(cert, text, "the block, the width and these points")
+    _refuted(text, "matching B at these points")

@@ -1,8 +1,9 @@
 """Re-solving solver-based certificates with z3, cvc5 and CP-SAT.
 
 Subset refutations (MATH.md §4) store no solver text: the checker encodes the 0/1 system it
-re-derived itself and has both z3 and cvc5 refute it. The generic engine's stored SMT-LIB
-(checker/generic.py) is read by the same two verdict functions."""
+re-derived itself and has both z3 and cvc5 refute it. The generic engine's refutations
+(checker/generic.py) are re-solved from the checker's own SMT-LIB text by the same two
+verdict functions, cvc5 there as a bounded second opinion."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ from math import lcm
 TIMEOUT_MS = 60_000
 
 
-def z3_verdict(smtlib: str) -> str:
+def z3_verdict(smtlib: str, logic: str | None = None, rlimit: int | None = None) -> str:
     """z3's answer: "sat", "unsat", "unknown", or "error" for text it cannot read (a malformed
-    certificate is invalid, never a crash)."""
+    certificate is invalid, never a crash). `logic` picks z3's solver for it (QF_NRA: nlsat);
+    `rlimit` bounds the work deterministically (nlsat does not always honour timeouts)."""
     import z3
 
-    solver = z3.Solver()
+    solver = z3.SolverFor(logic) if logic else z3.Solver()
     solver.set("timeout", TIMEOUT_MS)
+    if rlimit is not None:
+        solver.set("rlimit", rlimit)
     try:
         solver.from_string(smtlib)
     except z3.Z3Exception:
@@ -26,12 +30,13 @@ def z3_verdict(smtlib: str) -> str:
     return str(solver.check())
 
 
-def cvc5_verdict(smtlib: str) -> str:
-    """cvc5's answer to the last check-sat: "sat", "unsat", "unknown", or "error"."""
+def cvc5_verdict(smtlib: str, timeout_ms: int = TIMEOUT_MS) -> str:
+    """cvc5's answer to the last check-sat: "sat", "unsat", "unknown" (also when it runs out
+    of `timeout_ms`, which cvc5 honours), or "error"."""
     import cvc5
 
     solver = cvc5.Solver()
-    solver.setOption("tlimit-per", str(TIMEOUT_MS))
+    solver.setOption("tlimit-per", str(timeout_ms))
     symbols = cvc5.SymbolManager(solver.getTermManager())
     parser = cvc5.InputParser(solver, symbols)
     if "(set-logic" not in smtlib:
@@ -43,7 +48,7 @@ def cvc5_verdict(smtlib: str) -> str:
             command = parser.nextCommand()
             if command.isNull():
                 return answer
-            said = command.invoke(solver, symbols).strip()
+            said = command.invoke(solver, symbols).strip().split(" ")[0]  # "unknown (TIMEOUT)"
             if said in ("sat", "unsat", "unknown"):
                 answer = said
     except RuntimeError:  # cvc5 reports parse errors as RuntimeError

@@ -47,7 +47,10 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
     files the document names; `absorb-prove check` passes them after matching the files'
     bytes against the document's SHA-256s."""
     try:
-        return _verify(doc, weights or {})
+        with generic.notes() as notes:  # e.g. a refutation that rests on one solver
+            verdict = _verify(doc, weights or {})
+        return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
+                                                 else notes))
     except (Invalid, generic.Invalid, modular.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,

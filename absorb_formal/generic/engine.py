@@ -49,8 +49,8 @@ def at_width(block: Block, width: int) -> Decision:
     layers = found["layers"]
     stack = tuple(_layer(layer) for layer in layers)
     return Decision(True, method, cert.witness(
-        stack, width, "smt: no point where P differs from B", smtlib=found["smtlib"],
-        solvers=found["solvers"]), witness=stack, detail="synthesised and verified")
+        stack, width, "smt: no point where P differs from B", smtlib=found["smtlib"]),
+        witness=stack, detail="synthesised and verified")
 
 
 def _layer(layer: dict[str, Any]) -> Layer:

@@ -135,9 +135,10 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
                 "argument": "sum_j h_j f_j = 1: the coefficient-matching equations have no "
                             "common solution, even over C"}, ""
         # No cofactors of low degree (they exist, but cost minutes of dense algebra): the
-        # reduced Gröbner basis [1] is the certificate; the checker recomputes it.
+        # reduced Gröbner basis [1] is the certificate; the checker recomputes it (it is [1]
+        # in every monomial order, so none is named).
         return "not absorbable", {
-            **common, "method": "groebner basis", "order": "grevlex",
+            **common, "method": "groebner basis",
             "argument": "the reduced Groebner basis of the equations is [1]: no common "
                         "solution, even over C"}, ""
     return _nlsat(equations, symbols, width)
@@ -155,15 +156,12 @@ def _nlsat(equations: list[sp.Expr], symbols: list[sp.Symbol],
     solver.from_string(text)
     verdict = solver.check()
     if verdict == z3.unsat:
-        from ..checker.smt import cvc5_verdict
-
         return "not absorbable", {
             "kind": "real infeasibility", "width": width,
             "unknowns": [str(s) for s in symbols],
             "equations": [poly_json(f, symbols) for f in equations],
             "smtlib": text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
                                    "(set-info :status unsat)", 1),
-            "solvers": {"z3": "unsat", "cvc5": cvc5_verdict(text)},
             "argument": "the coefficient-matching equations have no real solution"}, ""
     if verdict == z3.sat:
         model = solver.model()

@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from ..model import Spec
+from ..model import Query, Spec
 from .errors import Diagnostic, SpecError
 from .parse import parse_text
 from .syntax import Pos
@@ -29,29 +29,67 @@ def decode(data: bytes, path: str) -> str:
         raise SpecError([Diagnostic(path, Pos(line, column), message)], good) from None
 
 
-EXPECT = re.compile(r"#\s*expect:\s*(proved|refuted|unknown|decided)\b\s*(.*)")
+# `# expect: OUTCOME [note]`. The keyword is matched in any case and the value as any word, so
+# that a typo (`# expect: refute`, `# Expect: proven`, a bare `# expect:`) is a positioned
+# error instead of silently meaning the default, proved.
+EXPECT = re.compile(r"#\s*expect:[ \t]*(\w*)(.*)", re.IGNORECASE)
 SLOW = re.compile(r"#.*\bslow\b")
+CLAIM_OUTCOMES = ("proved", "refuted", "unknown")
+QUERY_OUTCOMES = ("decided", "unknown")
 
 
-def expectations(text: str) -> tuple[dict[int, str], dict[int, str], frozenset[int]]:
+def expectations(text: str, path: str) -> tuple[dict[int, str], dict[int, str], frozenset[int]]:
     """Per line: the outcome a `# expect: OUTCOME [note]` comment asks for, its note, and
-    whether the line's comment marks it `slow`."""
-    outcomes, notes, slow = {}, {}, set()
+    whether the line's comment marks it `slow`. An outcome that is not one of proved, refuted,
+    unknown, decided is a SpecError at its column."""
+    outcomes, notes, slow, errors = {}, {}, set(), []
+    known = sorted({*CLAIM_OUTCOMES, *QUERY_OUTCOMES})
     for number, line in enumerate(text.split("\n"), start=1):
         match = EXPECT.search(line)
         if match:
-            outcomes[number] = match.group(1)
-            if match.group(2).strip(" -—:"):
-                notes[number] = match.group(2).strip(" -—:")
+            value, note = match.group(1), match.group(2).strip(" -—:")
+            if value not in known:
+                shown = f"unknown outcome '{value}'" if value else "missing outcome"
+                errors.append(Diagnostic(path, Pos(number, match.start(1) + 1),
+                                         f"{shown} after '# expect:' (known: "
+                                         f"{', '.join(known)})"))
+            outcomes[number] = value
+            if note:
+                notes[number] = note
         if SLOW.search(line):
             slow.add(number)
+    if errors:
+        raise SpecError(errors, text)
     return outcomes, notes, frozenset(slow)
+
+
+def check_expectations(spec: Spec, outcomes: dict[int, str], text: str) -> None:
+    """An expectation must sit on the line of a claim or query and name an outcome that
+    statement can have (claims: proved/refuted/unknown; queries: decided/unknown); otherwise
+    it would never be met, or silently never be checked."""
+    kinds = {s.pos.line: isinstance(s, Query) for s in spec.statements}
+    errors = []
+    for line, value in sorted(outcomes.items()):
+        column = EXPECT.search(text.split("\n")[line - 1]).start(1) + 1
+        if line not in kinds:
+            errors.append(Diagnostic(spec.path, Pos(line, column),
+                                     "'# expect:' on a line with no claim or query"))
+            continue
+        allowed = QUERY_OUTCOMES if kinds[line] else CLAIM_OUTCOMES
+        if value not in allowed:
+            what = "a query" if kinds[line] else "a claim"
+            errors.append(Diagnostic(spec.path, Pos(line, column),
+                                     f"{what} cannot be expected '{value}' (expect one of: "
+                                     f"{', '.join(allowed)})"))
+    if errors:
+        raise SpecError(errors, text)
 
 
 def load_text(text: str, path: str, folder: Path) -> Spec:
     """Parse and validate spec text; `folder` anchors relative `load(...)` paths."""
     spec = validate(parse_text(text, path), path, folder, text)
-    outcomes, notes, slow = expectations(text)
+    outcomes, notes, slow = expectations(text, path)
+    check_expectations(spec, outcomes, text)
     return replace(spec, expectations=outcomes, notes=notes, slow_lines=slow)
 
 
