@@ -15,7 +15,7 @@ from .. import certificates as cert
 from ..model import Block, Layer, Matrix
 from . import glu, linear, modular, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
-from .decision import Decision, undecided
+from .decision import BIASED, Decision, undecided
 from .never import never
 
 WIDTH_METHOD = "§4 canonical form + width search"
@@ -161,6 +161,8 @@ def stacked(block: Block, size: int) -> Decision:
 
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
+    if block.biased:
+        return undecided(BIASED)  # §8.1, §8.2, T3, T2∞: to come
     large = too_large(block)
     for rule in (None if large else plain_itself(block, size), never_decision(block)):
         if rule is not None:
@@ -186,6 +188,8 @@ class MinWidth:
 
 def minimal_width(block: Block) -> MinWidth:
     """The least absorbing width with witness + refutation just below, or 'none' (never)."""
+    if block.biased:
+        return MinWidth(False, reason=BIASED)
     nv = never_decision(block)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)

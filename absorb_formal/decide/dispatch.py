@@ -11,9 +11,6 @@ from . import concrete, equivalence, families
 from .decision import Decision
 
 ENGINES = ("theory", "generic", "both")
-# MATH.md §8: biased blocks are compared with biased plain blocks, where the paper's rules
-# (T1, T4, §4 witnesses, the generic engine's homogeneous encoding) do not apply as written.
-BIASED = "blocks with biases: not decided yet (MATH.md §8)"
 
 
 def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
@@ -24,9 +21,6 @@ def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
     """
     block = spec.blocks[statement.block]
     size = statement.width if statement.width is not None else block.width
-    other = getattr(statement, "other", None)
-    if block.biased or (other is not None and spec.blocks[other].biased):
-        return unknown(BIASED)  # one guard for every rule below until §8 lands
     if isinstance(statement, Query):
         return _query(block, size, engine)
     if statement.kind == "equals":

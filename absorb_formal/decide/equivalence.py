@@ -15,6 +15,7 @@ from .. import linalg
 from ..model import Block
 from . import linear, points
 from .canonical import CanonicalForm, canonical_form
+from .decision import BIASED
 
 METHOD = "§4 canonical forms"
 
@@ -37,6 +38,8 @@ def _form(block: Block) -> tuple[CanonicalForm | None, linalg.Rows | None]:
 
 
 def decide(left: Block, right: Block) -> Equality:
+    if left.biased or right.biased:
+        return Equality(None, reason=BIASED)  # §8.1: to come
     cf_l, lin_l = _form(left)
     cf_r, lin_r = _form(right)
     if (cf_l is None and lin_l is None) or (cf_r is None and lin_r is None):

@@ -24,7 +24,7 @@ from ..model import Block, Layer, Matrix
 from ..properties import properties
 from . import concrete, skip
 from .canonical import ridge
-from .decision import Decision, undecided
+from .decision import BIASED, Decision, undecided
 from .never import never
 
 MODALITIES = ("never", "sometimes", "generically not", "always")
@@ -49,6 +49,9 @@ class Facts:
 
 def facts(block: Block, size: int) -> Facts:
     out = Facts()
+    if block.biased:
+        out.reason = BIASED  # §8.3: to come
+        return out
     if block.skip.is_zero:
         _plain(block, size, out)
     else:

@@ -7,7 +7,7 @@ from typing import Any
 import sympy as sp
 
 from .. import certificates as cert
-from ..decide.decision import Decision, undecided
+from ..decide.decision import BIASED, Decision, undecided
 from ..model import Block, Layer, Matrix
 from . import cegis, encode, polynomial
 
@@ -20,6 +20,8 @@ def applies(block: Block, width: int) -> str:
     """"" when the generic engine can try this question, else why not."""
     if not block.is_concrete:
         return "the generic engine decides concrete blocks only"
+    if block.biased:
+        return BIASED  # §8.4: biases as more unknowns, to come
     if polynomial.applies(block):
         return "" if polynomial.sizes_ok(block, width) else (
             f"too many unknowns for the polynomial engine (limit {polynomial.MAX_UNKNOWNS})")
