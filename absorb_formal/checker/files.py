@@ -66,7 +66,7 @@ class Dyadic:
     def reshape(self, shape: tuple[int, ...]) -> Dyadic:
         return Dyadic(self.neg.reshape(shape), self.mag.reshape(shape), self.exp.reshape(shape))
 
-    def fractions(self, index: tuple[int, ...] | slice | int = ()) -> list:
+    def fractions(self, index: tuple[int | slice, ...] | slice | int = ()) -> list:
         """Exact `Fraction`s of `self[index]` (nested lists like `tolist`)."""
         neg, mag, exp = (np.asarray(a[index]) for a in (self.neg, self.mag, self.exp))
         flat = [_fraction(n, m, e) for n, m, e in
