@@ -118,14 +118,27 @@ def test_non_finite_values_and_foreign_long_doubles_are_refused(tmp_path):
     for key in ("nan", "inf"):
         with pytest.raises(FileError, match="NaN or an infinity"):
             read_array(tmp_path / "w.npz", key)
-    # IEEE binary128 1.5 (aarch64's long double) has the same descr '<f16' as x86 extended
-    quad = (0x3FFF8 << 108).to_bytes(16, "little")
+    # IEEE binary128 1/3 (aarch64's long double) has the same descr '<f16' as x86 extended;
+    # its low fraction bits make a non-canonical x86 value
+    quad = ((0x3FFD << 112) | (0x5555555555555555555555555555 & ((1 << 112) - 1))).to_bytes(
+        16, "little")
     header = "{'descr': '<f16', 'fortran_order': False, 'shape': (1, 1), }"
     blob = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + quad
     with zipfile.ZipFile(tmp_path / "q.npz", "w") as archive:
         archive.writestr("q.npy", blob)
     with pytest.raises(FileError, match="refused rather than guessed"):
         read_array(tmp_path / "q.npz", "q")
+
+
+def test_long_double_padding_is_ignored_as_numpy_does(tmp_path):
+    """numpy leaves the 6 padding bytes of an x86 long double uninitialised: a genuine file
+    with garbage there (and zeros) is read as numpy reads it, not refused."""
+    values = np.array([[0, -(np.longdouble(1) + np.longdouble(2) ** -60)]], dtype=np.longdouble)
+    if np.finfo(np.longdouble).nmant != 63:
+        pytest.skip("the platform's long double is not x86 extended")
+    values.view(np.uint8).reshape(values.size, -1)[:, 10:] = 0xAB
+    np.savez(tmp_path / "w.npz", w=values)
+    assert read_array(tmp_path / "w.npz", "w").rows() == [[0, -(1 + Fraction(1, 2**60))]]
 
 
 # ---- spec text ------------------------------------------------------------------------------

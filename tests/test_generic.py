@@ -8,7 +8,6 @@ from collections import Counter
 from fractions import Fraction
 
 import pytest
-
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

@@ -11,11 +11,13 @@ mantissa and a power of two), so a value is exactly the dyadic rational its bits
 
 Dtypes: float16, bfloat16, float32, float64, x86 80-bit extended (`<f16`, `<f12`), signed
 and unsigned integers of 1, 2, 4 or 8 bytes, bool. NaN and infinities are refused. A `<f16`
-array is read as x86 extended (numpy's long double on x86-64); IEEE binary128 (aarch64,
-POWER) writes the same descr, so entries that are not canonical x86 values (explicit integer
-bit disagreeing with the exponent) or read as 0 while their upper bytes are not 0 are
-refused rather than guessed at. The residual risk is a binary128 file whose every entry
-happens to be a canonical x86 value; see the module tests.
+array means "this platform's long double" (numpy's own convention, which the prover follows):
+on x86 the 80-bit extended value in the first 10 bytes, the rest padding that numpy leaves
+uninitialised (so it is ignored, not refused: refusing it made valid certificates of genuine
+x86 files invalid). The checker reads it only where the platform's long double is x86
+extended, and refuses entries that are not canonical x86 values (an explicit integer bit
+disagreeing with the exponent), which catches nearly every value of an IEEE binary128 file
+(aarch64, POWER) moved to x86 — a file that numpy itself would misread there.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class Dyadic:
     def reshape(self, shape: tuple[int, ...]) -> Dyadic:
         return Dyadic(self.neg.reshape(shape), self.mag.reshape(shape), self.exp.reshape(shape))
 
-    def fractions(self, index: tuple[int, ...] | slice | int = ()) -> list:
+    def fractions(self, index: tuple[int | slice, ...] | slice | int = ()) -> list:
         """Exact `Fraction`s of `self[index]` (nested lists like `tolist`)."""
         neg, mag, exp = (np.asarray(a[index]) for a in (self.neg, self.mag, self.exp))
         flat = [_fraction(n, m, e) for n, m, e in
@@ -132,9 +134,6 @@ def _x86_extended(raw: np.ndarray) -> Dyadic:
     if (integer_bit != (field != 0)).any():
         raise FileError("is not in the x86 80-bit long double layout (an integer bit "
                         "disagrees with its exponent): refused rather than guessed")
-    if raw.shape[1] > 10 and ((mag == 0) & (raw[:, 10:] != 0).any(axis=1)).any():
-        raise FileError("is ambiguous: a long double reads as 0 in the x86 layout but its "
-                        "upper bytes are not 0 (IEEE binary128?): refused rather than guessed")
     exp = np.where(field != 0, field, 1) - 16383 - 63
     return Dyadic(neg, mag, exp.astype(np.int64))
 
@@ -173,6 +172,9 @@ def decode(data: bytes, kind: str, width: int, order: str, count: int) -> Dyadic
         bits = raw.copy().view(f"<u{width}")[:, 0]
         return _ieee(bits, total, ebits, fbits)
     if kind == "f" and width in (12, 16) and order == "<":
+        if np.finfo(np.longdouble).nmant != 63:
+            raise FileError("holds long doubles, which the checker reads only where the "
+                            "platform's long double is x86 80-bit extended")
         return _x86_extended(raw)
     raise FileError(f"has dtype {kind}{width} ({order}), which the checker does not read")
 

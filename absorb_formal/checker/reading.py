@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import Dyadic, FileError, read_array, sha256_file
+from .modular import Layers
 from .source import (
     BlockSource,
     Load,
@@ -168,12 +169,13 @@ class Reading:
             return _nested_str(found.rows())
         return _nested_str(value)
 
-    def weights(self, doc: dict[str, Any]) -> dict[str, list[dict[str, Exact]]]:
+    def weights(self, doc: dict[str, Any]) -> dict[str, Layers]:
         """Exact matrices of the blocks the document stores by source (read by the checker)."""
-        out = {}
+        out: dict[str, Layers] = {}
         for name, stored in doc["blocks"].items():
             if isinstance(stored, dict) and isinstance(stored.get("layers"), dict):
-                out[name] = [{k: self.matrix(v, f"block '{name}' {k}") for k, v in layer.items()}
+                out[name] = [{k: self.matrix(v, f"block '{name}' {k}")
+                              for k, v in layer.items()}
                              for layer in self.block(name).layer_list() or []]
         return out
 

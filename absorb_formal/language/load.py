@@ -70,7 +70,9 @@ def check_expectations(spec: Spec, outcomes: dict[int, str], text: str) -> None:
     kinds = {s.pos.line: isinstance(s, Query) for s in spec.statements}
     errors = []
     for line, value in sorted(outcomes.items()):
-        column = EXPECT.search(text.split("\n")[line - 1]).start(1) + 1
+        found = EXPECT.search(text.split("\n")[line - 1])
+        assert found is not None  # `outcomes` holds only lines where EXPECT matched
+        column = found.start(1) + 1
         if line not in kinds:
             errors.append(Diagnostic(spec.path, Pos(line, column),
                                      "'# expect:' on a line with no claim or query"))

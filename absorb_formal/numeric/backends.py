@@ -65,7 +65,7 @@ def forward(block: FloatBlock, x: Any, sigma: Any, tensor: Any, scaled: bool) ->
     skip = None if block.skip_matrix is None else tensor(block.skip_matrix)
     for layer in block.layers:
         value = block.skip_scale * x if skip is None else x @ skip.T
-        if scaled:
+        if scale is not None:
             size = abs(block.skip_scale) * scale if skip is None else scale @ abs(skip).T
         for start in range(0, len(layer["up"]), step):
             part = {name: tensor(array[start:start + step] if name != "down"
