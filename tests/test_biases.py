@@ -273,13 +273,15 @@ def test_never_rules_do_not_fire_on_biased_blocks():
     assert outcomes["min width of R2 is 2"] != REFUTED
     assert outcomes["SW is always absorbable at width 7"] != REFUTED  # T4 would refute it
     assert outcomes["R2free is never absorbable"] == PROVED  # bias-free: T1 as before
+    assert outcomes["R2 is absorbable"] == PROVED  # §8.2 flip sets (tests/test_bias_flips.py)
     for statement, outcome in outcomes.items():
-        if not statement.startswith("R2free"):
+        if not statement.startswith("R2free") and statement != "R2 is absorbable":
             assert outcome == UNKNOWN, statement
 
 
 def test_dispatch_guard_reason(tmp_path):
-    spec = load_text(R2 + "claim R2 is absorbable\nquery R2\n", "s.mlp", tmp_path)
+    # R2's own width is §8.2's (tests/test_bias_flips.py); its minimal width is still guarded
+    spec = load_text(R2 + "claim min width of R2 is 2\n", "s.mlp", tmp_path)
     for statement in spec.statements:
         result = decide(spec, statement)
         assert result.outcome == UNKNOWN

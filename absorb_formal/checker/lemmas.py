@@ -84,7 +84,7 @@ def _odd_slope(key: str) -> Fraction | None:
 
 def holds(activation: dict[str, Any], name: str, value: Fraction | int | None = None) -> bool:
     """Re-prove one lemma: H (value k), E, Bd, F, O / Lin / N (value a), Og / OgN (value c),
-    An, zero (σ(0) = 0)."""
+    Sq (σ(z) + σ(−z) = v z², value v), An, zero (σ(0) = 0)."""
     key = json.dumps(activation, sort_keys=True)
     return _holds(key, name, None if value is None else str(value))
 
@@ -104,6 +104,8 @@ def _holds(key: str, name: str, value: str | None) -> bool:
         return v != 0 and _vanishes(s + s.subs(Z, -Z) - 2 * v)
     if name == "OgN":  # §5: o = σ − c odd (Og), analytic (An) and not a polynomial
         return _holds(key, "Og", value) and _holds(key, "An", None) and _odd_nonpoly(s - v)
+    if name == "Sq":  # §8.2, relu²: σ(z) + σ(−z) = v·z²
+        return v != 0 and _vanishes(s + s.subs(Z, -Z) - v * Z**2)
     if name == "Lin":
         return v != 0 and _vanishes(s - v * Z)
     if name == "zero":
@@ -132,6 +134,12 @@ def _holds(key: str, name: str, value: str | None) -> bool:
     if name == "An":
         return _analytic(s)
     raise ValueError(f"unknown lemma {name!r}")
+
+
+def value_at_zero(activation: dict[str, Any]) -> Fraction | None:
+    """σ(0) when it is rational."""
+    v = sp.simplify(formula(activation).subs(Z, 0))
+    return Fraction(int(v.p), int(v.q)) if v.is_Rational else None
 
 
 def _odd_nonpoly(odd: sp.Expr) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sympy.polys.polyerrors import BasePolynomialError
 
-from . import exact, forms, generic, lemmas, modular, smt
+from . import exact, flips, forms, generic, lemmas, modular, smt
 from .exact import Rows, q
 
 FORMAT = "absorb_formal certificate 2"
@@ -51,7 +51,7 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
             verdict = _verify(doc, weights or {})
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
-    except (Invalid, generic.Invalid, modular.Invalid) as error:
+    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
             BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
@@ -69,7 +69,8 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     proved = outcome == "proved"
     # MATH.md §8: with biases the paper's rules change (T1, T4 fail). Until the checker
     # re-derives the §8 rules, a decided claim on a biased block is not accepted.
-    require(not any(isinstance(b, dict) and b.get("bias") for b in doc["blocks"].values()),
+    require(_bias_ok(doc) or not any(isinstance(b, dict) and b.get("bias")
+                                     for b in doc["blocks"].values()),
             "blocks with biases: the checker has no rule for them yet (MATH.md §8)")
     block = doc["blocks"][claim["block"]]
     width = int(claim["width"])
@@ -96,6 +97,17 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     return Verdict("valid")
 
 
+def _bias_ok(doc: dict[str, Any]) -> bool:
+    """Biased blocks: the claims whose certificate kind has a §8 rule here. §8.2: a flip
+    witness or a subset refutation of an 'absorbable' claim; `absorbable`/`not_absorbable`
+    route every §8.2 certificate to checker/flips.py before any bias-free rule."""
+    cert = doc["certificate"]
+    if doc["claim"]["kind"] != "absorbable" or cert.get("section") != flips.SECTION:
+        return False
+    return cert.get("check") == flips.CHECK if cert.get("kind") == "witness" else \
+        cert.get("kind") in ("subset search", "separating functional")
+
+
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
 def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
@@ -118,6 +130,10 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
             require(len(gate) == size and all(len(r) == d for r in gate), "witness 'gate' shape")
         _idle_neurons_are_zero(block["activation"], layer)
     check = cert["check"]
+    if check == flips.CHECK or cert.get("section") == flips.SECTION:
+        require(check == flips.CHECK, "a §8.2 witness is checked by the flip identity")
+        flips.witness(block, layers[0], cert)
+        return
     if check == "polynomial identity":
         require(generic.identity(block, layers), "P - B is not the zero polynomial")
         return
@@ -216,7 +232,9 @@ def _glu_flip(block: dict[str, Any], plain: dict[str, Any], cert: dict[str, Any]
 
 def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     kind = cert.get("kind")
-    if kind == "homogeneity point":
+    if cert.get("section") == flips.SECTION:
+        flips.refutation(block, width, cert, subset_refutation)
+    elif kind == "homogeneity point":
         _homogeneity_point(block, cert)
     elif kind == "parity point":
         _parity_point(block, cert)

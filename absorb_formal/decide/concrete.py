@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import certificates as cert
 from ..model import Block, Layer, Matrix
-from . import glu, linear, modular, width
+from . import flips, glu, linear, modular, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import BIASED, Decision, undecided
 from .never import never
@@ -162,7 +162,7 @@ def stacked(block: Block, size: int) -> Decision:
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
     if block.biased:
-        return undecided(BIASED)  # §8.1, §8.2, T3, T2∞: to come
+        return biased_at_width(block, size)
     large = too_large(block)
     for rule in (None if large else plain_itself(block, size), never_decision(block)):
         if rule is not None:
@@ -173,6 +173,15 @@ def at_width(block: Block, size: int) -> Decision:
     if block.depth == 1:
         return depth_one(block, size)
     return stacked(block, size)
+
+
+def biased_at_width(block: Block, size: int) -> Decision:
+    """MATH.md §8: each part decides its own activations; the rest stays undecided."""
+    if not too_large(block):
+        found = flips.decide(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
+        if found is not None:
+            return found
+    return undecided(BIASED)  # §8.1, T3, T2∞: to come
 
 
 @dataclass(frozen=True)
