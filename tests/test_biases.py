@@ -273,8 +273,9 @@ def test_never_rules_do_not_fire_on_biased_blocks():
     assert outcomes["min width of R2 is 2"] != REFUTED
     assert outcomes["SW is always absorbable at width 7"] != REFUTED  # T4 would refute it
     assert outcomes["R2free is never absorbable"] == PROVED  # bias-free: T1 as before
+    assert outcomes["RB is absorbable"] == PROVED  # §8.1: affine keys, the paper's subset
     for statement, outcome in outcomes.items():
-        if not statement.startswith("R2free"):
+        if not statement.startswith(("R2free", "RB")):
             assert outcome == UNKNOWN, statement
 
 
