@@ -177,8 +177,11 @@ def at_width(block: Block, size: int) -> Decision:
             found = modular.decide(block, size)  # §8.1: the generic case is §4's, unchanged
             return found if found is not None else undecided(too_large(block))
         cf = biased_keys(block)
-        # §8.1: §4's width search over affine keys; §8.2, T3, T2∞: to come
-        return ridge_width(cf, block, size) if cf is not None else undecided(BIASED)
+        if cf is not None:  # §8.1: §4's width search over affine keys
+            return ridge_width(cf, block, size)
+        if ridge_ is not None and ridge_.a != 0 and block.depth == 1:
+            return undecided(f"{BIASED}: a constant neuron σ(β) is not rational (§8.1)")
+        return undecided(BIASED)  # §8.2, T3, T2∞: to come
     large = too_large(block)
     for rule in (None if large else plain_itself(block, size), never_decision(block)):
         if rule is not None:
