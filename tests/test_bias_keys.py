@@ -60,10 +60,12 @@ def _brute_force(up, down) -> bool:
 
 
 def _evaluate(up, b, down, c, x, skip=True):
-    pre = [sum(F(u) * v for u, v in zip(row, x)) + bi for row, bi in zip(up, b)]
+    pre = [sum((F(u) * v for u, v in zip(row, x, strict=True)), F(0)) + bi
+           for row, bi in zip(up, b, strict=True)]
     hidden = [max(p, F(0)) for p in pre]
-    out = [sum(F(dd) * h for dd, h in zip(row, hidden)) + ci for row, ci in zip(down, c)]
-    return [o + (xi if skip else 0) for o, xi in zip(out, x)]
+    out = [sum((F(dd) * h for dd, h in zip(row, hidden, strict=True)), F(0)) + ci
+           for row, ci in zip(down, c, strict=True)]
+    return [o + (xi if skip else 0) for o, xi in zip(out, x, strict=True)]
 
 
 def _documents(cli, tmp_path, text):
