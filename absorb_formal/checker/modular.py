@@ -5,6 +5,8 @@ and power of two), never from arrays the prover hands over.
 The document stores, for such a block, its matrix sources (file, key, transpose, SHA-256);
 `reading.Reading.weights` reads them, after `absorb-prove check` has matched the files'
 bytes against those hashes. Residues mod p come from the exact (mantissa, exponent) pairs.
+Biases (MATH.md §8.1) are not read: distinct directions are distinct affine keys, and the
+subset condition does not involve them.
 """
 
 from __future__ import annotations

@@ -67,10 +67,10 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     require(outcome in ("proved", "refuted"), f"unexpected outcome {outcome!r}")
     require(isinstance(certificate, dict), "a decided outcome needs a certificate")
     proved = outcome == "proved"
-    # MATH.md §8: with biases the paper's rules change (T1, T4 fail). Until the checker
-    # re-derives the §8 rules, a decided claim on a biased block is not accepted.
-    require(_bias_ok(doc) or not any(isinstance(b, dict) and b.get("bias")
-                                     for b in doc["blocks"].values()),
+    # MATH.md §8: with biases the paper's rules change (T1, T4 fail). A decided claim on a
+    # biased block is accepted only with a certificate whose rule re-derives biases.
+    require(not any(isinstance(b, dict) and b.get("bias") for b in doc["blocks"].values())
+            or _bias_ok(doc),
             "blocks with biases: the checker has no rule for them yet (MATH.md §8)")
     block = doc["blocks"][claim["block"]]
     width = int(claim["width"])
@@ -98,6 +98,11 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
 
 
 def _bias_ok(doc: dict[str, Any]) -> bool:
+    """Biased blocks: only certificates of a §8 rule that the checker re-derives with biases."""
+    return _flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
+
+
+def _flips_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: the claims whose certificate kind has a §8 rule here. §8.2: a flip
     witness or a subset refutation of an 'absorbable' claim; `absorbable`/`not_absorbable`
     route every §8.2 certificate to checker/flips.py before any bias-free rule."""
@@ -106,6 +111,20 @@ def _bias_ok(doc: dict[str, Any]) -> bool:
         return False
     return cert.get("check") == flips.CHECK if cert.get("kind") == "witness" else \
         cert.get("kind") in ("subset search", "separating functional")
+
+def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
+    """MATH.md §8.1: certificates whose checks read biases — §4's canonical forms with affine
+    keys and γ (witness, width search, equality) and the generic-case modular rank — for
+    ungated blocks. Every other rule stays refused for biased blocks."""
+    if any(b["activation"]["gated"] for b in blocks.values()):
+        return False
+    kind = certificate.get("kind")
+    if kind == "minimal width":
+        return all(_keys_ok(blocks, part) for part in (certificate["witness"],
+                                                        certificate["below"]) if part)
+    if kind == "witness":
+        return certificate.get("check") == "canonical forms equal"
+    return kind in ("subset search", "canonical forms", "modular rank")
 
 
 # ---- absorbable: witnesses ---------------------------------------------------------------
@@ -128,6 +147,7 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         if gated:
             gate = layer["gate"]
             require(len(gate) == size and all(len(r) == d for r in gate), "witness 'gate' shape")
+        _bias_shapes(block, layer, size)
         _idle_neurons_are_zero(block["activation"], layer)
     check = cert["check"]
     if check == flips.CHECK or cert.get("section") == flips.SECTION:
@@ -154,6 +174,19 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         raise Invalid(f"unknown witness check {check!r}")
 
 
+def _bias_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
+    """A biased block's witness is a biased plain block (MATH.md §8): up_bias (and gate_bias)
+    of the witness's width, down_bias of d; a bias-free block's witness has no bias."""
+    names = ("up_bias", "down_bias") + (("gate_bias",) if block["activation"]["gated"] else ())
+    if not block.get("bias"):
+        require(not any(n in layer for n in ("up_bias", "gate_bias", "down_bias")),
+                "a bias-free block's witness has no biases")
+        return
+    for name in names:
+        require(len(layer[name]) == (block["dim"] if name == "down_bias" else size),
+                f"witness '{name}' shape")
+
+
 def _idle_neurons_are_zero(act: dict[str, Any], layer: dict[str, Any]) -> None:
     """A neuron that cannot affect the output (zero down column; zero up row when gated or
     σ(0) = 0) must be all zero: otherwise its weights would be fields nobody checks."""
@@ -162,13 +195,16 @@ def _idle_neurons_are_zero(act: dict[str, Any], layer: dict[str, Any]) -> None:
 
     up, down = nonzero(layer["up"]), nonzero(layer["down"])
     gate = nonzero(layer["gate"]) if "gate" in layer else None
+    # §8: a neuron with u = 0 and a bias β ≠ 0 is a constant, not idle
+    biases = [nonzero([layer[n]])[0] if n in layer else [False] * len(up)
+              for n in ("up_bias", "gate_bias")]
     for i, u in enumerate(up):
         column = [row[i] for row in down]
-        idle = not any(column) or (not any(u) and (gate is not None
-                                                   or lemmas.holds(act, "zero")))
+        flat = not any(u) and not biases[0][i]
+        idle = not any(column) or (flat and (gate is not None or lemmas.holds(act, "zero")))
         if idle:
-            require(not any(u) and not any(column) and (gate is None or not any(gate[i])),
-                    f"witness neuron {i + 1} is idle but not zero")
+            require(flat and not any(column) and (gate is None or not any(gate[i]))
+                    and not biases[1][i], f"witness neuron {i + 1} is idle but not zero")
 
 
 def _itself(block: dict[str, Any], layers: list[dict[str, Any]]) -> None:
@@ -195,10 +231,11 @@ def _family(block: dict[str, Any]) -> tuple[str, Fraction, Fraction | None]:
 def _same_forms(block: dict[str, Any], layers: list[dict[str, Any]], single: bool) -> None:
     require(not single or block["depth"] == 1, "canonical forms decide depth 1 only")
     family = _family(block)
-    d = block["dim"]
+    d, biased, act = block["dim"], bool(block.get("bias")), block["activation"]
+    require(not biased or family[0] != "linear", "§8.1 forms need an O(a)+N activation")
     for mine, theirs in zip(block["layers"], layers, strict=True):
-        want = forms.form(family, d, exact.skip_rows(block), mine)
-        got = forms.form(family, d, exact.zeros(d, d), theirs)
+        want = forms.form(family, d, exact.skip_rows(block), mine, biased, act)
+        got = forms.form(family, d, exact.zeros(d, d), theirs, biased, act)
         require(want == got, "the witness's canonical form differs from the block's")
 
 
@@ -244,6 +281,7 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         family = _family(block)
         require(family[0] == "linear" and block["depth"] == 1, "linear rank needs depth-1 Lin")
         lam = forms.form(family, block["dim"], exact.skip_rows(block), block["layers"][0])[0]
+        require(not block.get("bias"), "linear rank is for bias-free blocks")
         require(exact.rank(lam) > width, f"rank(S + aDU) <= {width}")
         require(int(cert["rank"]) == exact.rank(lam) and exact.mat(cert["Lambda"]) == lam,
                 "the stored rank or Lambda is wrong")
@@ -271,7 +309,10 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
 def _modular_rank(block: dict[str, Any], width: int, cert: dict[str, Any],
                   layers: modular.Layers | None) -> None:
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
-    require(_family(block)[0] in ("relu", "analytic"), "modular rank needs an O(a)+N σ")
+    family = _family(block)
+    require(family[0] in ("relu", "analytic"), "modular rank needs an O(a)+N σ")
+    # §8.1: with biases the generic case is §4's condition unchanged, for a ≠ 0
+    require(not block.get("bias") or family[1] != 0, "§8.1 needs a != 0")
     require(isinstance(block["layers"], dict), "modular rank is issued for blocks stored by "
                                                "their sources")
     require(layers is not None, "the block's weights are not embedded: the checker reads them "
@@ -376,11 +417,15 @@ def _terms(family: tuple[str, Fraction, Fraction | None], lam: Rows,
 def _width_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     family = _family(block)
     require(family[0] != "linear" and block["depth"] == 1, "width search: depth-1 O(a)+N")
-    d = block["dim"]
-    lam, key_map = forms.form(family, d, exact.skip_rows(block), block["layers"][0])
-    keys = forms.sorted_keys(key_map)
+    d, biased = block["dim"], bool(block.get("bias"))
+    # §8.1: with biases the keys are affine; spare pairs and doubles still need a ≠ 0
+    require(not biased or family[1] != 0, "§8.1 needs a != 0")
+    lam, key_map, gamma = forms.form(family, d, exact.skip_rows(block), block["layers"][0],
+                                     biased, block["activation"])
+    # The search reads each key's direction ū only (§8.1): drop β̄ from affine keys.
+    keys = [(u[:d], v) for u, v in forms.sorted_keys(key_map)]
     p = len(keys)
-    require(cert["canonical_form"] == forms.as_json(family, lam, key_map),
+    require(cert["canonical_form"] == forms.as_json(family, lam, key_map, gamma),
             "the stored canonical form differs from the recomputed one")
     method = cert["method"]
     _same_width(cert, width)
@@ -542,8 +587,11 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) 
     require(cert.get("kind") == "canonical forms", "equality needs canonical forms")
     require(left["depth"] == right["depth"] == 1, "canonical forms decide depth 1 only")
     fam_l, fam_r = _family(left), _family(right)
-    form_l = forms.form(fam_l, left["dim"], exact.skip_rows(left), left["layers"][0])
-    form_r = forms.form(fam_r, right["dim"], exact.skip_rows(right), right["layers"][0])
+    biased = bool(left.get("bias") or right.get("bias"))  # §8.1: bias-free = zero biases
+    form_l = forms.form(fam_l, left["dim"], exact.skip_rows(left), left["layers"][0], biased,
+                        left["activation"])
+    form_r = forms.form(fam_r, right["dim"], exact.skip_rows(right), right["layers"][0],
+                        biased, right["activation"])
     comparable = (fam_l[0] == fam_r[0] == "relu" or "linear" in (fam_l[0], fam_r[0])
                   or left["activation"]["kind"] == right["activation"]["kind"]
                   or not (form_l[1] or form_r[1]))

@@ -10,10 +10,16 @@
 
 Keys whose v sums to 0 disappear. Two depth-1 blocks whose σ have the same e are equal as
 functions iff their canonical forms are equal (independence of ridge functions).
+
+With biases (MATH.md §8.1) a key is the affine function ℓ̄ = ū·x + β̄, normalised by ū as
+above with β̄ scaled along; keys with parallel ū and different β̄ differ. The form gains the
+constant γ = c + a·Σ_{u_i≠0} d_i β_i + Σ_{u_i=0} d_i σ(β_i). A bias-free block compared
+with a biased one is read as biased with zero biases.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -72,49 +78,102 @@ def normalise(u: Vec, family: str) -> tuple[Vec, Fraction]:
 
 @dataclass(frozen=True)
 class CanonicalForm:
-    """C(B) = (Λ, {ū ↦ v}); keys sorted for a deterministic, comparable form."""
+    """C(B) = (Λ, {ū ↦ v}); keys sorted for a deterministic, comparable form.
+
+    Biased (MATH.md §8.1): `offsets[n]` is key n's β̄ (keys sorted by (ū, β̄)) and `gamma` the
+    constant; both None in a bias-free form. The width search reads only the directions ū."""
 
     ridge: Ridge
     dim: int
     lam: linalg.Rows
     keys: tuple[tuple[Vec, Vec], ...]
+    offsets: tuple[Fraction, ...] | None = None
+    gamma: Vec | None = None
 
     @property
     def p(self) -> int:
         return len(self.keys)
 
+    @property
+    def biased(self) -> bool:
+        return self.gamma is not None
+
+    def offset(self, n: int) -> Fraction:
+        return self.offsets[n] if self.offsets is not None else Fraction(0)
+
+    def index(self) -> dict[tuple[Vec, Fraction], int]:
+        """(ū, β̄) ↦ key number (β̄ = 0 in a bias-free form)."""
+        return {(u, self.offset(n)): n for n, (u, _) in enumerate(self.keys)}
+
     def equal(self, other: CanonicalForm) -> bool:
-        return self.lam == other.lam and self.keys == other.keys
+        return (self.lam, self.keys, self.offsets, self.gamma) == (
+            other.lam, other.keys, other.offsets, other.gamma)
 
     def as_json(self) -> dict[str, Any]:
-        return {"family": self.ridge.family, "a": cert.q(self.ridge.a),
-                "b": None if self.ridge.b is None else cert.q(self.ridge.b),
-                "Lambda": cert.matrix(self.lam),
-                "keys": [{"u": cert.vector(u), "v": cert.vector(v)} for u, v in self.keys]}
+        out = {"family": self.ridge.family, "a": cert.q(self.ridge.a),
+               "b": None if self.ridge.b is None else cert.q(self.ridge.b),
+               "Lambda": cert.matrix(self.lam),
+               "keys": [{"u": cert.vector(u), "v": cert.vector(v)} for u, v in self.keys]}
+        if self.gamma is not None:  # §8.1; absent: bias-free documents keep their bytes
+            for n, key in enumerate(out["keys"]):
+                key["beta"] = cert.q(self.offset(n))
+            out["gamma"] = cert.vector(self.gamma)
+        return out
 
 
-def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows,
-                  layer: Layer) -> CanonicalForm:
-    """The canonical form of `x ↦ Sx + D σ(U x)`."""
+class NotRational(ValueError):
+    """A constant neuron σ(β) with β ≠ 0 and σ not rational on Q: γ is not exact."""
+
+
+def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
+                  biased: bool = False, sigma: Any = None) -> CanonicalForm:
+    """The canonical form of `x ↦ Sx + D σ(U x + b) + c`; `biased` (or a layer with biases)
+    gives the §8.1 form, zero biases where the layer has none. `sigma`: σ exact on Q, for
+    constant neurons (None: only σ(0) = 0 is known; else NotRational)."""
     up, down = layer.up.rows, layer.down.rows
     lam = linalg.add(skip_rows, linalg.matmul(down, up), ridge_.a)
-    sums: dict[Vec, list[Fraction]] = {}
+    biased = biased or layer.up_bias is not None
+    zero = Fraction(0)
+    b_up = layer.up_bias or (zero,) * len(up)
+    gamma = list(layer.down_bias or (zero,) * dim)
+    sums: dict[tuple[Vec, Fraction], list[Fraction]] = {}
     for i, u in enumerate(up):
         d = layer.down.column(i)
-        if not any(u) or not any(d):
+        if not any(d):
+            continue
+        if not any(u):  # a constant neuron d_i σ(β_i) (§8.1)
+            if b_up[i] != 0:
+                if sigma is None:
+                    raise NotRational(f"neuron {i + 1} is the constant σ({b_up[i]})")
+                _accumulate(gamma, d, sigma(b_up[i]))
             continue
         key, alpha = normalise(u, ridge_.family)
+        _accumulate(gamma, d, ridge_.a * b_up[i])  # σ(ℓ) = a·ℓ + e(ℓ): a·d_i·β_i
         weight = ridge_.b * abs(alpha) if ridge_.b is not None else Fraction(1)
-        acc = sums.setdefault(key, [Fraction(0)] * dim)
-        for r in range(dim):
-            acc[r] += weight * d[r]
-    keys = tuple(sorted((k, tuple(v)) for k, v in sums.items() if any(v)))
-    return CanonicalForm(ridge_, dim, lam, keys)
+        _accumulate(sums.setdefault((key, b_up[i] / alpha), [zero] * dim), d, weight)
+    found = sorted((k, tuple(v)) for k, v in sums.items() if any(v))
+    keys = tuple((u, v) for (u, _), v in found)
+    if not biased:
+        return CanonicalForm(ridge_, dim, lam, keys)
+    return CanonicalForm(ridge_, dim, lam, keys, tuple(beta for (_, beta), _ in found),
+                         tuple(gamma))
 
 
-def canonical_form(block: Block) -> CanonicalForm | None:
-    """C(B) for a concrete depth-1 block with an O(a)+N activation; None otherwise."""
+def _accumulate(acc: list[Fraction], d: Sequence[Fraction], weight: Fraction) -> None:
+    for r in range(len(acc)):
+        acc[r] += weight * d[r]
+
+
+def canonical_form(block: Block, biased: bool = False) -> CanonicalForm | None:
+    """C(B) for a concrete depth-1 block with an O(a)+N activation; None otherwise (also for
+    a constant neuron σ(β) that is not rational, §8.1). `biased`: the §8.1 form even for a
+    bias-free block (to compare it with a biased one)."""
     found = ridge(block.activation)
     if found is None or block.depth != 1 or block.layers is None:
         return None
-    return form_of_layer(found, block.dim, block.skip.rows(), block.layers[0])
+    sigma = block.activation.scalar.exact if block.activation.is_rational else None
+    try:
+        return form_of_layer(found, block.dim, block.skip.rows(), block.layers[0],
+                             biased or block.biased, sigma)
+    except NotRational:
+        return None

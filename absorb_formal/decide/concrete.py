@@ -99,13 +99,14 @@ def describe(cf: CanonicalForm, choice: width.Choice, block: Block) -> str:
     if choice.delta or choice.k or block.layers is None or cf.p != block.width:
         return (f"{choice.cost} neurons: {len(choice.signs)} single keys, "
                 f"{len(choice.delta)} doubles, {choice.k} spare pairs")
-    up = block.layers[0].up.rows
+    layer = block.layers[0]
     signs = dict(choice.signs)
-    index = {key: n for n, (key, _) in enumerate(cf.keys)}
+    index = cf.index()
     flipped = []
-    for i, u in enumerate(up):
+    for i, u in enumerate(layer.up.rows):
         key, alpha = normalise(u, cf.ridge.family)
-        if signs[index[key]] * (1 if alpha > 0 else -1) < 0:
+        beta = layer.up_bias[i] / alpha if layer.up_bias is not None else 0
+        if signs[index[key, beta]] * (1 if alpha > 0 else -1) < 0:
             flipped.append(i + 1)
     return "J = {" + ", ".join(map(str, flipped)) + "}"
 
@@ -159,6 +160,15 @@ def stacked(block: Block, size: int) -> Decision:
                     detail=f"{block.depth} layers, each absorbable")
 
 
+def biased_keys(block: Block) -> CanonicalForm | None:
+    """The §8.1 form of a biased depth-1 block with an O(a)+N σ, a ≠ 0 (relu, leaky_relu,
+    gelu, gelu_tanh, silu), whose constant neurons are exact; None otherwise."""
+    found = ridge(block.activation)
+    if not block.biased or block.depth != 1 or found is None or found.a == 0:
+        return None
+    return canonical_form(block)
+
+
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
     if block.biased:
@@ -177,11 +187,21 @@ def at_width(block: Block, size: int) -> Decision:
 
 def biased_at_width(block: Block, size: int) -> Decision:
     """MATH.md §8: each part decides its own activations; the rest stays undecided."""
-    if not too_large(block):
-        found = flips.decide(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
-        if found is not None:
-            return found
-    return undecided(BIASED)  # §8.1, T3, T2∞: to come
+    ridge_ = ridge(block.activation)
+    if too_large(block):
+        if ridge_ is not None and ridge_.a != 0:
+            found = modular.decide(block, size)  # §8.1: the generic case is §4's, unchanged
+            return found if found is not None else undecided(too_large(block))
+        return undecided(BIASED)
+    cf = biased_keys(block)
+    if cf is not None:  # §8.1: §4's width search over affine keys
+        return ridge_width(cf, block, size)
+    if ridge_ is not None and ridge_.a != 0 and block.depth == 1:
+        return undecided(f"{BIASED}: a constant neuron σ(β) is not rational (§8.1)")
+    found = flips.decide(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
+    if found is not None:
+        return found
+    return undecided(BIASED)  # T3, T2∞: to come
 
 
 @dataclass(frozen=True)
@@ -197,9 +217,9 @@ class MinWidth:
 
 def minimal_width(block: Block) -> MinWidth:
     """The least absorbing width with witness + refutation just below, or 'none' (never)."""
-    if block.biased:
-        return MinWidth(False, reason=BIASED)
-    nv = never_decision(block)
+    if block.biased and (too_large(block) or biased_keys(block) is None):
+        return MinWidth(False, reason=BIASED)  # §8.1 below; the rest of §8: to come
+    nv = None if block.biased else never_decision(block)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
     if too_large(block):

@@ -27,21 +27,24 @@ class Equality:
     reason: str = ""
 
 
-def _form(block: Block) -> tuple[CanonicalForm | None, linalg.Rows | None]:
-    """(ridge canonical form, None) or (None, Λ) for a linear block, or (None, None)."""
+def _form(block: Block, biased: bool) -> tuple[CanonicalForm | None, linalg.Rows | None]:
+    """(ridge canonical form, None) or (None, Λ) for a linear block, or (None, None).
+    `biased`: the §8.1 form (a bias-free block read with zero biases)."""
     if block.depth != 1 or block.layers is None:
         return None, None
     a = linear.slope(block)
     if a is not None:
-        return None, linear.lam(block, a)
-    return canonical_form(block), None
+        return (None, None) if biased else (None, linear.lam(block, a))  # §8.1: not linear
+    return canonical_form(block, biased), None
 
 
 def decide(left: Block, right: Block) -> Equality:
-    if left.biased or right.biased:
-        return Equality(None, reason=BIASED)  # §8.1: to come
-    cf_l, lin_l = _form(left)
-    cf_r, lin_r = _form(right)
+    biased = left.biased or right.biased  # MATH.md §8.1: compare affine keys and γ
+    cf_l, lin_l = _form(left, biased)
+    cf_r, lin_r = _form(right, biased)
+    if biased and (cf_l is None or cf_r is None):
+        return Equality(None, reason=BIASED + ": §8.1 compares depth-1 O(a)+N blocks whose "
+                                              "constant neurons are exact")
     if (cf_l is None and lin_l is None) or (cf_r is None and lin_r is None):
         return Equality(None, reason="canonical forms cover depth-1 blocks with O(a)+N or "
                                      "linear activations only")
@@ -53,6 +56,9 @@ def decide(left: Block, right: Block) -> Equality:
         return Equality(None, reason=f"{left.activation} and {right.activation} have different "
                                      "even parts; their canonical forms do not compare")
     equal = lam_l == lam_r and keys_l == keys_r
+    if biased:
+        assert cf_l is not None and cf_r is not None
+        equal = equal and (cf_l.offsets, cf_l.gamma) == (cf_r.offsets, cf_r.gamma)
     certificate = {"kind": "canonical forms", "equal": equal,
                    "left": _json(cf_l, lam_l), "right": _json(cf_r, lam_r)}
     if not equal:

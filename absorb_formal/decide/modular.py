@@ -10,6 +10,10 @@ non-zero over Q (every float is a dyadic rational; 2 is invertible mod an odd p)
 The exact work is proportional to what the argument reads: m + 1 coordinates on a k×k grid
 (k = ⌈√(m+1)⌉ rows of D, k columns of U), two columns of U for the distinct-keys test, and
 one determinant over Z/p (python-flint's nmod_mat). Nothing else of the block is converted.
+
+With biases (MATH.md §8.1) keys are affine, and rows with distinct directions are distinct
+keys whatever their offsets: the same two-column test suffices, the subset condition is
+unchanged and the biases never enter the minor.
 """
 
 from __future__ import annotations

@@ -179,13 +179,14 @@ def own_choice(cf: CanonicalForm, layer: Layer) -> Choice:
     whose neurons all face one way is a single with that sign, a key with both orientations a
     double. Then M_s Π_Δ = (S + Σ_{keys that cancel} a Σ α_i d_i ū^T) Π_Δ: rank ≤ rank S plus
     the cancelled keys, each of which used ≥ 2 of the m neurons, as does each double."""
-    index = {key: n for n, (key, _) in enumerate(cf.keys)}
+    index = cf.index()
     faces: dict[int, set[int]] = {}
     for i, u in enumerate(layer.up.rows):
         if any(u) and any(layer.down.column(i)):
             key, alpha = normalise(u, cf.ridge.family)
-            if key in index:
-                faces.setdefault(index[key], set()).add(1 if alpha > 0 else -1)
+            beta = layer.up_bias[i] / alpha if layer.up_bias is not None else 0
+            if (key, beta) in index:
+                faces.setdefault(index[key, beta], set()).add(1 if alpha > 0 else -1)
     delta = tuple(i for i in range(cf.p) if len(faces[i]) == 2)
     signs = {i: next(iter(faces[i])) for i in range(cf.p) if i not in delta}
     basis = complement(cf, delta)
@@ -243,10 +244,13 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
     """Exact plain weights (skip none) realising `choice`, zero-padded to `width` neurons."""
     a, rho_unit = cf.ridge.a, cf.ridge.b if cf.ridge.b is not None else Fraction(1)
     signs = dict(choice.signs)
-    neurons: list[tuple[linalg.Vec, linalg.Vec]] = []
+    # (u, d, β): with biases (§8.1) a key's neuron takes the key's β̄ with its own sign;
+    # spare pairs take β = 0, and c′ matches the constant γ at the end.
+    neurons: list[tuple[linalg.Vec, linalg.Vec, Fraction]] = []
     for i, s in signs.items():  # singles: u = s ū, b·|s|·d = v
         u, v = cf.keys[i]
-        neurons.append((tuple(s * x for x in u), tuple(x / rho_unit for x in v)))
+        neurons.append((tuple(s * x for x in u), tuple(x / rho_unit for x in v),
+                        s * cf.offset(i)))
     m = m_matrix(cf, signs)
     independent: list[int] = []
     for i in choice.delta:
@@ -264,23 +268,38 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
              if i in independent else tuple(Fraction(0) for _ in range(cf.dim)))
         d1 = tuple((x / rho_unit + y / a) / 2 for x, y in zip(v, c, strict=True))
         d2 = tuple((x / rho_unit - y / a) / 2 for x, y in zip(v, c, strict=True))
-        neurons += [(u, d1), (tuple(-x for x in u), d2)]
+        beta = cf.offset(i)
+        neurons += [(u, d1, beta), (tuple(-x for x in u), d2, -beta)]
     for c, y in linalg.rank_factor(residual):  # spare pairs: ±y with ±c/(2a)
         half = tuple(x / (2 * a) for x in c)
-        neurons += [(y, half), (tuple(-x for x in y), tuple(-x for x in half))]
+        neurons += [(y, half, Fraction(0)),
+                    (tuple(-x for x in y), tuple(-x for x in half), Fraction(0))]
     assert len(neurons) <= width, "witness larger than the width it was built for"
     zero = tuple(Fraction(0) for _ in range(cf.dim))
     # A neuron with a zero output column computes nothing: store it as zero, so that no
     # certificate field is left that the checker could not tie to the function.
-    neurons = [(u, v) if any(v) else (zero, zero) for u, v in neurons]
-    neurons += [(zero, zero)] * (width - len(neurons))
-    up = Matrix([u for u, _ in neurons])
-    down = Matrix(linalg.transpose([d for _, d in neurons]))
-    layer = Layer(up, down)
+    neurons = [(u, v, b) if any(v) else (zero, zero, Fraction(0)) for u, v, b in neurons]
+    neurons += [(zero, zero, Fraction(0))] * (width - len(neurons))
+    layer = _layer(cf, neurons)
     again = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), layer)
     if not again.equal(cf):  # never state a witness that is not one
         raise AssertionError("internal error: constructed witness has another canonical form")
     return layer
+
+
+def _layer(cf: CanonicalForm, neurons: list[tuple[linalg.Vec, linalg.Vec, Fraction]]) -> Layer:
+    """The plain layer of these neurons; biased forms (§8.1) get up_bias = the β's and
+    down_bias c′ = γ − (the constant the neurons make), so that the constants agree."""
+    up = Matrix([u for u, _, _ in neurons])
+    down = Matrix(linalg.transpose([d for _, d, _ in neurons]))
+    if cf.gamma is None:
+        return Layer(up, down)
+    betas = tuple(b for _, _, b in neurons)
+    unshifted = Layer(up, down, up_bias=betas, down_bias=(Fraction(0),) * cf.dim)
+    made = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), unshifted)
+    assert made.gamma is not None
+    shift = tuple(g - h for g, h in zip(cf.gamma, made.gamma, strict=True))
+    return Layer(up, down, up_bias=betas, down_bias=shift)
 
 
 def key_count_refutation(cf: CanonicalForm, width: int) -> dict[str, Any]:
