@@ -131,7 +131,16 @@ def _holds(key: str, name: str, value: str | None) -> bool:
         return _finite(plus) and _finite(minus) and sp.simplify(plus - minus) != 0
     if name == "An":
         return _analytic(s)
+    if name == "Sq":  # σ(z) + σ(−z) = z²: relu² pairs give any square (MATH.md §8)
+        return _vanishes(s + s.subs(Z, -Z) - Z**2)
     raise ValueError(f"unknown lemma {name!r}")
+
+
+def nonzero_at(activation: dict[str, Any], point: Fraction) -> bool:
+    """σ(point) ≠ 0, decided by sympy's sign of the exact value (MATH.md §8: a gated neuron
+    with gate row 0 and gate bias `point` is the linear neuron σ(point)·(u·x + β))."""
+    value = sp.simplify(formula(activation).subs(Z, sp.Rational(str(point))))
+    return bool(value.is_positive) or bool(value.is_negative)
 
 
 def _odd_nonpoly(odd: sp.Expr) -> bool:

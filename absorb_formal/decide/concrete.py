@@ -161,8 +161,8 @@ def stacked(block: Block, size: int) -> Decision:
 
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
-    if block.biased:
-        return undecided(BIASED)  # §8.1, §8.2, T3, T2∞: to come
+    if block.biased:  # T3 and T2∞ (MATH.md §8) refute every width; §8.1, §8.2: to come
+        return never_decision(block) or undecided(BIASED)
     large = too_large(block)
     for rule in (None if large else plain_itself(block, size), never_decision(block)):
         if rule is not None:
@@ -188,11 +188,11 @@ class MinWidth:
 
 def minimal_width(block: Block) -> MinWidth:
     """The least absorbing width with witness + refutation just below, or 'none' (never)."""
-    if block.biased:
-        return MinWidth(False, reason=BIASED)
-    nv = never_decision(block)
+    nv = never_decision(block)  # biased blocks: T3 and T2∞ only (MATH.md §8)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
+    if block.biased:
+        return MinWidth(False, reason=BIASED)
     if too_large(block):
         return MinWidth(False, reason=too_large(block))
     if block.depth == 1:
