@@ -273,8 +273,12 @@ def test_never_rules_do_not_fire_on_biased_blocks():
     assert outcomes["min width of R2 is 2"] != REFUTED
     assert outcomes["SW is always absorbable at width 7"] != REFUTED  # T4 would refute it
     assert outcomes["R2free is never absorbable"] == PROVED  # bias-free: T1 as before
+    # MATH.md §8.3 (linear neurons, genericity) and T3 decide these (tests/test_bias_families)
+    assert outcomes["SW is always absorbable at width 7"] == PROVED
+    assert outcomes["SW is generically not absorbable"] == PROVED
+    assert outcomes["TB is never absorbable"] == PROVED
     for statement, outcome in outcomes.items():
-        if not statement.startswith("R2free"):
+        if not statement.startswith(("R2free", "SW", "TB")):
             assert outcome == UNKNOWN, statement
 
 

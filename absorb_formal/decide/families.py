@@ -130,7 +130,7 @@ def bias_table(block: Block, size: int, out: Facts) -> None:
     spare_pairs(block, size, r, out)
     if block.depth != 1:
         return
-    if properties(block.activation).linear:
+    if properties(block.activation).linear and not block.activation.gated:
         _linear_table(block, size, r, out)  # §8.3: biases change nothing but a constant
         return
     bias_families.table(block, size, r, out)
