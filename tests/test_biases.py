@@ -275,8 +275,13 @@ def test_never_rules_do_not_fire_on_biased_blocks():
     assert outcomes["R2free is never absorbable"] == PROVED  # bias-free: T1 as before
     assert outcomes["R2 is absorbable"] == PROVED  # §8.2 flip sets (tests/test_bias_flips.py)
     assert outcomes["RB is absorbable"] == PROVED  # §8.1: affine keys, the paper's subset
+    # MATH.md §8.3 (linear neurons, genericity) and T3 decide these (tests/test_bias_families)
+    assert outcomes["SW is always absorbable at width 7"] == PROVED
+    assert outcomes["SW is generically not absorbable"] == PROVED
+    assert outcomes["TB is never absorbable"] == PROVED
     for statement, outcome in outcomes.items():
-        if not statement.startswith(("R2free", "RB")) and statement != "R2 is absorbable":
+        if not statement.startswith(("R2free", "RB", "SW", "TB")) and \
+                statement != "R2 is absorbable":
             assert outcome == UNKNOWN, statement
 
 

@@ -142,6 +142,13 @@ def value_at_zero(activation: dict[str, Any]) -> Fraction | None:
     return Fraction(int(v.p), int(v.q)) if v.is_Rational else None
 
 
+def nonzero_at(activation: dict[str, Any], point: Fraction) -> bool:
+    """σ(point) ≠ 0, decided by sympy's sign of the exact value (MATH.md §8: a gated neuron
+    with gate row 0 and gate bias `point` is the linear neuron σ(point)·(u·x + β))."""
+    value = sp.simplify(formula(activation).subs(Z, sp.Rational(str(point))))
+    return bool(value.is_positive) or bool(value.is_negative)
+
+
 def _odd_nonpoly(odd: sp.Expr) -> bool:
     """An odd o with a finite limit L ≠ 0 at +∞ is no polynomial: a polynomial with a finite
     limit is constant, and an odd constant is 0."""

@@ -18,8 +18,9 @@ from .exact import Rows, q
 
 FORMAT = "absorb_formal certificate 2"
 MAX_ENUMERATION = 16
-NEVER_RULES = ("T1", "T2", "T3", "T4")
-NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F"}  # T1's H(k) is re-proved from k
+NEVER_RULES = ("T1", "T2", "T3", "T4", "T2∞")
+NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F", "T2∞": "E, H(1)"}  # T1: H(k) from k
+BIASED_NEVER_RULES = ("T3", "T2∞")  # MATH.md §8: the never-rules that survive biases
 
 
 class Invalid(Exception):
@@ -99,7 +100,8 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
 
 def _bias_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: only certificates of a §8 rule that the checker re-derives with biases."""
-    return _flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
+    return (_flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
+            or _never_or_table_ok(doc["certificate"]))
 
 
 def _flips_ok(doc: dict[str, Any]) -> bool:
@@ -111,6 +113,7 @@ def _flips_ok(doc: dict[str, Any]) -> bool:
         return False
     return cert.get("check") == flips.CHECK if cert.get("kind") == "witness" else \
         cert.get("kind") in ("subset search", "separating functional")
+
 
 def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     """MATH.md §8.1: certificates whose checks read biases — §4's canonical forms with affine
@@ -125,6 +128,15 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     if kind == "witness":
         return certificate.get("check") == "canonical forms equal"
     return kind in ("subset search", "canonical forms", "modular rank")
+
+
+def _never_or_table_ok(cert: dict[str, Any]) -> bool:
+    """MATH.md §8 certificates re-derived for biased blocks (T3, T2∞, the §8.3 family table).
+    Each kind's own check still rejects what does not hold with biases (T1, T2, T4)."""
+    kind = cert.get("kind")
+    if kind == "rule":
+        return cert.get("rule") in BIASED_FAMILY_RULES
+    return kind in ("lemma + direction", "parity point at infinity")
 
 
 # ---- absorbable: witnesses ---------------------------------------------------------------
@@ -275,6 +287,8 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         _homogeneity_point(block, cert)
     elif kind == "parity point":
         _parity_point(block, cert)
+    elif kind == "parity point at infinity":
+        _parity_point_at_infinity(block, cert)
     elif kind == "lemma + direction":
         never_lemma(block, cert, concrete=True)
     elif kind == "linear rank":
@@ -335,6 +349,7 @@ def _degree(block: dict[str, Any], cert: dict[str, Any]) -> int:
 
 def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
     require(cert["rule"] == "T1", "a homogeneity point is rule T1")
+    require(not block.get("bias"), "T1 does not hold with biases (MATH.md §8)")
     big_k = _degree(block, cert)
     total = big_k ** block["depth"]
     require(int(cert["degree"]) == total, "wrong degree K^L")
@@ -350,6 +365,7 @@ def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
 
 def _parity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
     act = block["activation"]
+    require(not block.get("bias"), "T2 does not hold with biases: T2∞ (MATH.md §8)")
     require(cert["rule"] == "T2" and cert["property"] == "E", "a parity point is T2 with E")
     require(not act["gated"] and lemmas.holds(act, "E"), "T2 needs an even, ungated σ")
     require(act["kind"] in exact.RATIONAL_KINDS, "σ not rational on Q")
@@ -361,10 +377,35 @@ def _parity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
             "the stored values of B differ from exact evaluation")
 
 
+def _even_homogeneous(act: dict[str, Any]) -> None:
+    require(not act["gated"] and lemmas.holds(act, "E") and lemmas.holds(act, "H", 1),
+            "T2∞ needs an ungated sigma with E and H(1), re-proved")
+
+
+def _parity_point_at_infinity(block: dict[str, Any], cert: dict[str, Any]) -> None:
+    """T2∞ (MATH.md §8): B0, the block with every bias dropped, is not even at x0, while
+    B(tx)/t -> B0(x) and every plain stack's limit P0 is even."""
+    act = block["activation"]
+    require(cert["rule"] == "T2∞" and cert["property"] == "E, H(1)",
+            "a parity point at infinity is T2∞ with E and H(1)")
+    _even_homogeneous(act)
+    require(act["kind"] in exact.RATIONAL_KINDS, "σ not rational on Q")
+    free = {key: value for key, value in block.items() if key != "bias"}  # B0: no bias at all
+    bare = [{name: layer[name] for name in ("up", "down")} for layer in block["layers"]]
+    x0 = exact.vec(cert["x0"])
+    plus = exact.evaluate(free, bare, x0)
+    minus = exact.evaluate(free, bare, [-v for v in x0])
+    require(plus != minus, "B0(x0) = B0(-x0): no violation")
+    require(exact.vec(cert["B0_at_x0"]) == plus and exact.vec(cert["B0_at_minus_x0"]) == minus,
+            "the stored values of B0 differ from exact evaluation")
+
+
 def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> None:
     """T1–T4 with a lemma and a direction e_j with S^L e_j ≠ 0 (MATH.md §3)."""
     rule = cert["rule"]
     require(rule in NEVER_RULES, f"unknown rule {rule!r}")
+    require(not block.get("bias") or rule in BIASED_NEVER_RULES,
+            f"{rule} does not hold for blocks with biases (MATH.md §8)")
     act, depth = block["activation"], block["depth"]
     power = depth
     require(int(cert["depth"]) == depth, "the stored depth is not the block's")
@@ -379,6 +420,9 @@ def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> 
     if rule == "T2":
         require(not act["gated"] and lemmas.holds(act, "E"), "E not re-proved (ungated)")
         require(depth == 1, "T2 by lemma needs depth 1")
+    elif rule == "T2∞":  # §8: B0(x) - B0(-x) = 2Sx at depth 1, B0 even if absorbable
+        _even_homogeneous(act)
+        require(depth == 1, "T2∞ by lemma needs depth 1")
     elif rule == "T3":
         require(not act["gated"] and lemmas.holds(act, "Bd"), "Bd not re-proved (ungated)")
     else:
@@ -570,7 +614,8 @@ def min_width(block: dict[str, Any], cert: dict[str, Any]) -> int | None:
     """The minimal width the certificate establishes (None: never absorbable)."""
     if cert.get("kind") != "minimal width":
         not_absorbable(block, 10**9, cert)  # a never-proof: no width at all
-        require(cert.get("kind") in ("homogeneity point", "parity point", "lemma + direction"),
+        require(cert.get("kind") in ("homogeneity point", "parity point", "lemma + direction",
+                                     "parity point at infinity"),
                 "min width none needs a never-proof")
         return None
     value = int(cert["width"])
@@ -626,7 +671,26 @@ FAMILY_TRUTHS = {
     "§4 genericity": {"generically not": True, "always": False},
     "plain family": {"always": True, "generically not": False},
     "zero weights": {"sometimes": True, "never": False},
+    # MATH.md §8.3, families with biases (depth 1, S != 0); preconditions in _biased_rule.
+    "§8.3 rank of S": {"never": True, "generically not": True, "sometimes": False,
+                       "always": False},
+    "§8.3 relu^2 pairs": {"always": True, "sometimes": True, "never": False,
+                          "generically not": False},
+    "§8.3 square pairs": {"always": True, "sometimes": True, "never": False,
+                          "generically not": False},
+    "§8.3 linear neurons": {"always": True, "sometimes": True, "never": False,
+                            "generically not": False},
+    "§8.3 genericity": {"generically not": True, "always": False},
+    "§8.3 subset condition": {"sometimes": True, "never": False},
+    "§8.3 relu^2 flips": {"sometimes": True, "never": False},
+    "§8.3 linear neuron in the block": {"sometimes": True, "never": False},
 }
+# The rules that hold with biases: the §4 ones whose argument keeps biases (plain, zero,
+# spare pairs, linear maps up to a constant) and the §8.3 table.
+BIASED_FAMILY_RULES = frozenset({"plain family", "zero weights", "spare pairs",
+                                 "§4 identity activation",
+                                 *(r for r in FAMILY_TRUTHS if r.startswith("§8.3"))})
+GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu (§8.2)
 
 
 def family_truth(block: dict[str, Any], modality: str, width: int,
@@ -644,11 +708,16 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
         if rule == "§4 identity activation":
             return _identity_table(block, modality, width, cert)
         require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
-        _rule_preconditions(block, rule, width)
+        require(not block.get("bias") or rule in BIASED_FAMILY_RULES,
+                f"rule {rule!r} does not hold for families with biases (MATH.md §8)")
+        if rule.startswith("§8.3"):
+            _biased_rule(block, rule, width, cert)
+        else:
+            _rule_preconditions(block, rule, width)
         table = FAMILY_TRUTHS[rule]
         if "example" in cert:
-            example = dict(block, layers=cert["example"]["layers"])
-            absorbable(example, width, cert["example"]["witness"])
+            absorbable(_example_member(block, cert["example"]), width,
+                       cert["example"]["witness"])
     else:
         raise Invalid(f"a {cert.get('kind')!r} certificate says nothing about families")
     require(modality in table, f"rule does not decide '{modality}'")
@@ -687,6 +756,76 @@ def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
     elif rule == "§4 genericity":
         require(width == m and r > 0, "needs width = m and S != 0")
         require(not (family[0] == "relu" and d == 1 and m >= 2), "relu in d = 1 is always")
+
+
+def _example_member(block: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]:
+    """The family member an example names. A biased family's example is a member with zero
+    biases, stated bias-free (no bias fields anywhere): its bias-free witness is a biased
+    plain block with zero biases (MATH.md §8)."""
+    if block.get("bias"):
+        for layer in [*example["layers"], *example["witness"].get("layers", [])]:
+            require(not any(name in layer for name in ("up_bias", "gate_bias", "down_bias")),
+                    "the example of a biased family is stated with zero (absent) biases")
+    member = {key: value for key, value in block.items() if key != "bias"}
+    return dict(member, layers=example["layers"])
+
+
+def _bias_class(act: dict[str, Any]) -> str | None:
+    """The row of MATH.md §8.3's table, from σ's kind (its formula is the kind's)."""
+    kind = act["kind"]
+    if act["gated"]:
+        return "gated" if kind in GATED_KINDS else "bilinear" if kind == "identity" else None
+    if lemmas.ridge_family(act) is not None:
+        return "ridge"
+    if kind == "relu_pow" and int(act["power"]) == 2:
+        return "relu2"
+    if kind == "poly":
+        coeffs = list(exact.vec(act["coeffs"]))
+        while coeffs and coeffs[-1] == 0:
+            coeffs.pop()
+        return "square" if len(coeffs) == 3 else "poly" if len(coeffs) > 3 else None
+    return None
+
+
+def _biased_rule(block: dict[str, Any], rule: str, width: int, cert: dict[str, Any]) -> None:
+    """Preconditions of the §8.3 rules (families with biases, depth 1, S != 0)."""
+    act, m = block["activation"], block["width"]
+    r = exact.skip_rank(block)
+    row = _bias_class(act)
+    require(bool(block.get("bias")) and block["depth"] == 1 and r > 0 and row is not None,
+            "§8.3 covers biased depth-1 families with S != 0 of its table's activations")
+    if rule == "§8.3 rank of S":
+        # Sx + const is a plain block of width m + w: im S lies in the span of its m + w
+        # output columns; with keys (relu family, relu²) each key needs two of them.
+        need = 2 * r if row in ("ridge", "relu2") else r
+        require(m + width < need, f"needs m + width < {need}")
+    elif rule == "§8.3 relu^2 pairs":
+        require(row == "relu2" and lemmas.holds(act, "Sq", 1) and width >= m + 4 * r,
+                "needs relu² (re-proved sigma(z) + sigma(-z) = z²) and width >= m + 4 rank S")
+    elif rule == "§8.3 square pairs":
+        require(row == "square" and width >= m + 2 * r,
+                "needs a degree-2 polynomial sigma and width >= m + 2 rank S")
+    elif rule == "§8.3 linear neurons":
+        _linear_neuron(act, row, cert)
+        require(width >= m + r, "needs width >= m + rank S")
+    elif rule == "§8.3 genericity":
+        require(row in ("ridge", "relu2", "gated") and width == m,
+                "needs width = m and keys (relu/gelu family, relu², swiglu/geglu/reglu/glu)")
+    elif rule == "§8.3 subset condition":
+        require(row == "ridge" and r <= m <= width, "needs relu/gelu family, rank S <= m <= w")
+    elif rule == "§8.3 relu^2 flips":
+        require(row == "relu2" and lemmas.holds(act, "Sq", 1) and 2 * r <= m <= width,
+                "needs relu² (re-proved sigma(z) + sigma(-z) = z²), 2 rank S <= m <= w")
+    else:
+        require(rule == "§8.3 linear neuron in the block", f"unknown rule {rule!r}")
+        _linear_neuron(act, row, cert)
+        require(row == "gated" and r <= m <= width, "needs a gated sigma, rank S <= m <= w")
+
+
+def _linear_neuron(act: dict[str, Any], row: str | None, cert: dict[str, Any]) -> None:
+    """Gate row 0 and gate bias γ = 1 make σ(1)(u·x + β): a linear neuron if σ(1) != 0."""
+    require(row in ("gated", "bilinear") and q(cert["gamma"]) == 1
+            and lemmas.nonzero_at(act, Fraction(1)), "needs a gated sigma with sigma(1) != 0")
 
 
 def _identity_table(block: dict[str, Any], modality: str, width: int,

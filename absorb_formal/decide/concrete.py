@@ -171,8 +171,8 @@ def biased_keys(block: Block) -> CanonicalForm | None:
 
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
-    if block.biased:
-        return biased_at_width(block, size)
+    if block.biased:  # T3 and T2∞ refute every width (MATH.md §8); then §8.1, §8.2
+        return never_decision(block) or biased_at_width(block, size)
     large = too_large(block)
     for rule in (None if large else plain_itself(block, size), never_decision(block)):
         if rule is not None:
@@ -217,11 +217,11 @@ class MinWidth:
 
 def minimal_width(block: Block) -> MinWidth:
     """The least absorbing width with witness + refutation just below, or 'none' (never)."""
-    if block.biased and (too_large(block) or biased_keys(block) is None):
-        return MinWidth(False, reason=BIASED)  # §8.1 below; the rest of §8: to come
-    nv = None if block.biased else never_decision(block)
+    nv = never_decision(block)  # biased blocks: T3 and T2∞ only (MATH.md §8)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
+    if block.biased and (too_large(block) or biased_keys(block) is None):
+        return MinWidth(False, reason=BIASED)  # §8.1 below; other biased widths: unknown
     if too_large(block):
         return MinWidth(False, reason=too_large(block))
     if block.depth == 1:

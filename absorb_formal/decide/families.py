@@ -49,9 +49,6 @@ class Facts:
 
 def facts(block: Block, size: int) -> Facts:
     out = Facts()
-    if block.biased:
-        out.reason = BIASED  # §8.3: to come
-        return out
     if block.skip.is_zero:
         _plain(block, size, out)
     else:
@@ -63,10 +60,14 @@ def facts(block: Block, size: int) -> Facts:
             out.set("sometimes", False, proof.rule, certificate)
             out.set("always", False, proof.rule, certificate)
             return out
-        _odd_linear(block, size, out)
-    if not out.truth:
-        out.reason = (f"no rule of MATH.md §3–4 covers {block.activation} families of depth "
-                      f"{block.depth} at width {size}")
+        if block.biased:
+            bias_table(block, size, out)
+        else:
+            _odd_linear(block, size, out)
+    if not out.truth and not out.reason:
+        out.reason = BIASED if block.biased else (
+            f"no rule of MATH.md §3–4 covers {block.activation} families of depth "
+            f"{block.depth} at width {size}")
     return out
 
 
@@ -80,16 +81,33 @@ def _plain(block: Block, size: int, out: Facts) -> None:
         out.set("always", True, "plain family (skip none)", rule)
         out.set("generically not", False, "plain family (skip none)", rule)
     family = ridge(block.activation)
-    if family is not None and family.family == "relu" and block.dim == 1:
-        _line_table(block, size, 0, out)
+    if family is not None and family.family == "relu" and block.dim == 1 and not block.biased:
+        _line_table(block, size, 0, out)  # one line: with biases the kinks differ (§8)
 
 
 def _odd_linear(block: Block, size: int, out: Facts) -> None:
     props = properties(block.activation)
+    if props.odd_linear is None or block.activation.gated:
+        return
+    r = skip.rank(block.skip)
+    spare_pairs(block, size, r, out)
+    family = ridge(block.activation)
+    if family is not None and family.family == "relu" and block.dim == 1:
+        _line_table(block, size, r, out)
+    if block.depth != 1:
+        return
+    if props.linear:
+        _linear_table(block, size, r, out)
+    elif ridge(block.activation) is not None:
+        _ridge_table(block, size, r, out)
+
+
+def spare_pairs(block: Block, size: int, r: int, out: Facts) -> None:
+    """O(a), ungated, any depth: always at width ≥ m + 2·rank(S); biases stay (MATH.md §8.3)."""
+    props = properties(block.activation)
     a = props.odd_linear
     if a is None or block.activation.gated:
         return
-    r = skip.rank(block.skip)
     m = block.width
     if size >= m + 2 * r:
         rule = {"kind": "rule", "rule": "spare pairs", "rank_S": r, "width": size,
@@ -102,15 +120,20 @@ def _odd_linear(block: Block, size: int, out: Facts) -> None:
         out.set("sometimes", True, "spare pairs (§4)", rule)
         out.set("never", False, "spare pairs (§4)", rule)
         out.set("generically not", False, "spare pairs (§4)", rule)
-    family = ridge(block.activation)
-    if family is not None and family.family == "relu" and block.dim == 1:
-        _line_table(block, size, r, out)
+
+
+def bias_table(block: Block, size: int, out: Facts) -> None:
+    """Families with biases and S ≠ 0 that no never-rule (T3, T2∞) covers (MATH.md §8.3)."""
+    from . import bias_families  # its table reuses this module's helpers
+
+    r = skip.rank(block.skip)
+    spare_pairs(block, size, r, out)
     if block.depth != 1:
         return
-    if props.linear:
-        _linear_table(block, size, r, out)
-    elif ridge(block.activation) is not None:
-        _ridge_table(block, size, r, out)
+    if properties(block.activation).linear and not block.activation.gated:
+        _linear_table(block, size, r, out)  # §8.3: biases change nothing but a constant
+        return
+    bias_families.table(block, size, r, out)
 
 
 def _linear_table(block: Block, size: int, r: int, out: Facts) -> None:
@@ -208,6 +231,9 @@ def _with_example(block: Block, size: int, rule: dict[str, Any], why: str) -> di
     """Attach a concrete member of the family and its witness when the family is small."""
     if block.dim > MAX_EXAMPLE_DIM or block.width > 4 * MAX_EXAMPLE_DIM or block.depth > 4:
         return rule
+    # A biased family's example: a member with zero biases, stated bias-free (MATH.md §8),
+    # whose bias-free witness is a biased plain block with zero biases.
+    block = replace(block, biased=False)
     member = example_member(block, why)
     if member is None:
         return rule

@@ -1,4 +1,7 @@
-"""The never-rules T1–T4 (MATH.md §3), tried in order; each fires only on proved properties."""
+"""The never-rules T1–T4 (MATH.md §3), tried in order; each fires only on proved properties.
+
+With biases (MATH.md §8) only T3 and T2∞ survive: biased plain blocks are neither
+homogeneous (T1) nor flat (T4), and not even (T2) — only even at infinity (T2∞)."""
 
 from __future__ import annotations
 
@@ -7,9 +10,10 @@ from typing import Any
 
 from ..model import Block
 from ..properties import properties
-from . import bounded, flatness, homogeneity, parity
+from . import bounded, flatness, homogeneity, parity, parity_infinity
 
 RULES = (homogeneity, parity, bounded, flatness)
+BIASED_RULES = (bounded, parity_infinity)  # MATH.md §8: the rules that survive biases
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,7 @@ def never(block: Block, cheap: bool = False) -> NeverProof | None:
     `cheap`: use only the lemma forms, which hold for every weight and read no weight — for
     concrete blocks too large for exact evaluation."""
     props = properties(block.activation)
-    for rule in RULES:
+    for rule in BIASED_RULES if block.biased else RULES:
         concrete = block.is_concrete and not cheap
         found = rule.concrete(block, props) if concrete else rule.family(block, props)
         if found is not None:

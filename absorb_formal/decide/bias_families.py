@@ -1,0 +1,128 @@
+"""MATH.md §8.3: families with biases at depth 1, S ≠ 0, that no never-rule covers.
+
+- relu family (any d), gelu family: never if m + w < 2 rank S; sometimes if rank S ≤ m ≤ w;
+  generically not at w = m; always at m + 2 rank S (families.spare_pairs).
+- relu²: never if m + w < 2 rank S; sometimes if 2 rank S ≤ m ≤ w; generically not at w = m;
+  always at m + 4 rank S.
+- square (degree-2 poly): never if m + w < rank S; always at m + 2 rank S; generically: no claim.
+- poly (degree ≥ 3): never if m + w < rank S; nothing else.
+- bilinear: never if m + w < rank S; always at m + rank S; generically: no claim.
+- swiglu, geglu, reglu, glu: never if m + w < rank S; sometimes if rank S ≤ m ≤ w;
+  generically not at w = m; always at m + rank S.
+
+At w = m the never column is the table's (m < rank S; 2m < rank S). Everything else:
+`unknown` (the generic engine's, for small sizes). The checker re-derives each rule's
+preconditions (verify.py `_biased_rule`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..activations import Activation
+from ..model import Block
+from .canonical import ridge
+
+GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu
+GAMMA = 1  # gate bias of a linear neuron: σ(1) ≠ 0 for every gated σ of the table
+
+
+def row(activation: Activation) -> str | None:
+    """The row of §8.3's table σ belongs to (None: not in the table)."""
+    kind = activation.scalar.kind
+    if activation.gated:
+        return "gated" if kind in GATED_KINDS else "bilinear" if kind == "identity" else None
+    if ridge(activation) is not None:
+        return "ridge"
+    if kind == "relu_pow" and activation.scalar.power == 2:
+        return "relu2"
+    if kind == "poly":
+        degree = len(activation.scalar.coeffs or ()) - 1  # trailing zeros are trimmed
+        return "square" if degree == 2 else "poly" if degree > 2 else None
+    return None
+
+
+def _rule(name: str, r: int, size: int, argument: str, **extra: Any) -> dict[str, Any]:
+    return {"kind": "rule", "rule": name, "rank_S": r, "width": size, **extra,
+            "argument": argument}
+
+
+def table(block: Block, size: int, r: int, out: Any) -> None:
+    from . import families
+
+    found = row(block.activation)
+    if found is None or r == 0:
+        return
+    m = block.width
+    if found in ("square", "poly", "bilinear"):
+        out.reason = (f"MATH.md §8.3 makes no claim here for {block.activation} families with "
+                      "biases (no keys: a tensor-rank question; the generic engine's for small "
+                      "sizes)")
+    need = 2 * r if found in ("ridge", "relu2") else r
+    if m + size < need:
+        _never(out, _rule("§8.3 rank of S", r, size,
+                          "if P absorbs B, P - (B - Sx - c) = Sx + const is a plain block of "
+                          "width m + w, so im S lies in the span of its m + w output columns; "
+                          "for the relu families and relu² kinks cancel key by key, so each "
+                          "key carries two of them"))
+        return
+    _always(found, block, size, r, out)
+    if size >= m:
+        _sometimes(found, block, size, r, out, families)
+    if size == m and found in ("ridge", "relu2", "gated"):
+        generic = _rule("§8.3 genericity", r, size,
+                        "generic weights put every neuron alive and alone on its key; a plain "
+                        "block of width m then flips an index set J (§8.2), each J a proper "
+                        "algebraic condition since S != 0")
+        out.set("generically not", True, "§8.3 genericity", generic)
+        out.set("always", False, "§8.3 genericity", generic)
+
+
+def _never(out: Any, rule: dict[str, Any]) -> None:
+    for modality, value in (("never", True), ("generically not", True), ("sometimes", False),
+                            ("always", False)):
+        out.set(modality, value, "§8.3 rank of S", rule)
+
+
+def _always(found: str, block: Block, size: int, r: int, out: Any) -> None:
+    m = block.width
+    if found == "relu2" and size >= m + 4 * r:
+        rule = _rule("§8.3 relu^2 pairs", r, size,
+                     "per rank-one term p q^T of S four neurons: (q.x)^2 = relu2(q.x) + "
+                     "relu2(-q.x) and q.x = ((q.x + 1)^2 - (q.x - 1)^2)/4; constants go to c'")
+    elif found == "square" and size >= m + 2 * r:
+        rule = _rule("§8.3 square pairs", r, size,
+                     "sigma(q.x + 1) - sigma(q.x - 1) = 2 c1 + 4 c2 q.x for sigma = c0 + c1 z "
+                     "+ c2 z^2: two neurons per rank-one term of S; constants go to c'")
+    elif found in ("gated", "bilinear") and size >= m + r:
+        rule = _rule("§8.3 linear neurons", r, size,
+                     "gate row 0 with gate bias gamma gives sigma(gamma)(u.x + beta), a linear "
+                     "neuron as sigma(gamma) != 0: one per rank-one term of S", gamma=str(GAMMA))
+    else:
+        return
+    for modality, value in (("always", True), ("sometimes", True), ("never", False),
+                            ("generically not", False)):
+        out.set(modality, value, rule["rule"], rule)
+
+
+def _sometimes(found: str, block: Block, size: int, r: int, out: Any, families: Any) -> None:
+    m = block.width
+    if found == "ridge" and r <= m:
+        rule = families._with_example(block, size, _rule(
+            "§8.3 subset condition", r, size,
+            "members with zero biases and sum_{i in J} d_i u_i^T = -S/(2a) are absorbable "
+            "(§4), and a bias-free plain block is a biased one with zero biases"), "sometimes")
+    elif found == "relu2" and 2 * r <= m:
+        rule = _rule("§8.3 relu^2 flips", r, size,
+                     "per rank-one term p q^T of S the member has neurons -p/4 relu2(q.x + 1) "
+                     "and p/4 relu2(q.x - 1); flipping both (relu2(z) = z^2 - relu2(-z)) "
+                     "changes B by -p q^T x + const, cancelling S")
+    elif found == "gated" and r <= m:
+        rule = _rule("§8.3 linear neuron in the block", r, size,
+                     "per rank-one term p q^T of S the member has a linear neuron (gate row "
+                     "0, gate bias gamma) -p/sigma(gamma) (q.x): then B - Sx is plain",
+                     gamma=str(GAMMA))
+    else:
+        return
+    out.set("sometimes", True, rule["rule"], rule)
+    out.set("never", False, rule["rule"], rule)
