@@ -148,15 +148,22 @@ def evaluate(block: dict[str, Any], layers: Sequence[dict[str, Any]], x: Sequenc
     act = block["activation"]
     value = tuple(x)
     for layer in layers:
-        pre = matvec(mat(layer["up"]), value)
+        pre = _plus(matvec(mat(layer["up"]), value), layer.get("up_bias"))
         if act["gated"]:
-            gate = matvec(mat(layer["gate"]), value)
+            gate = _plus(matvec(mat(layer["gate"]), value), layer.get("gate_bias"))
             hidden = tuple(sigma(act, g) * h for g, h in zip(gate, pre, strict=True))
         else:
             hidden = tuple(sigma(act, h) for h in pre)
-        out = matvec(mat(layer["down"]), hidden)
+        out = _plus(matvec(mat(layer["down"]), hidden), layer.get("down_bias"))
         value = tuple(a + b for a, b in zip(matvec(s, value), out, strict=True))
     return value
+
+
+def _plus(values: Vec, bias: Sequence[Any] | None) -> Vec:
+    """values + bias; a layer without biases is unchanged (MATH.md §8)."""
+    if bias is None:
+        return values
+    return tuple(v + b for v, b in zip(values, vec(bias), strict=True))
 
 
 def skip_power_column(block: dict[str, Any], power: int, index: int) -> Vec:

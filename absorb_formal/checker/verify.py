@@ -69,7 +69,8 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     proved = outcome == "proved"
     # MATH.md §8: with biases the paper's rules change (T1, T4 fail). Until the checker
     # re-derives the §8 rules, a decided claim on a biased block is not accepted.
-    require(not any(isinstance(b, dict) and b.get("bias") for b in doc["blocks"].values()),
+    require(not any(isinstance(b, dict) and b.get("bias") for b in doc["blocks"].values())
+            or _bias_ok_generic(claim, certificate),  # §8.4: the generic engine's kinds
             "blocks with biases: the checker has no rule for them yet (MATH.md §8)")
     block = doc["blocks"][claim["block"]]
     width = int(claim["width"])
@@ -96,6 +97,27 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     return Verdict("valid")
 
 
+# MATH.md §8.4: the generic engine's certificates, which checker/generic.py encodes with the
+# comparator's biases as more unknowns (and never with a box: a biased block is not homogeneous).
+GENERIC_CHECKS = ("polynomial identity", "smt: no point where P differs from B")
+GENERIC_REFUTATIONS = ("Nullstellensatz", "real infeasibility", "finite point set")
+
+
+def _bias_ok_generic(claim: dict[str, Any], cert: dict[str, Any]) -> bool:
+    """A concrete absorbable / min-width claim whose every part is a generic certificate."""
+    def generic_kind(part: Any) -> bool:
+        return isinstance(part, dict) and (
+            part.get("kind") in GENERIC_REFUTATIONS
+            or (part.get("kind") == "witness" and part.get("check") in GENERIC_CHECKS))
+
+    if claim["kind"] == "absorbable" and claim["modality"] in ("", "not"):
+        return generic_kind(cert)
+    if claim["kind"] == "min_width" and cert.get("kind") == "minimal width":
+        return generic_kind(cert["witness"]) and (cert["below"] is None
+                                                  or generic_kind(cert["below"]))
+    return False
+
+
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
 def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
@@ -109,6 +131,7 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     gated = block["activation"]["gated"]
     d = block["dim"]
     for layer in layers:
+        _bias_shapes(block, layer, size)
         up, down = layer["up"], layer["down"]
         require(len(up) == size and all(len(r) == d for r in up), "witness 'up' shape")
         require(len(down) == d and all(len(r) == size for r in down), "witness 'down' shape")
@@ -138,14 +161,32 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         raise Invalid(f"unknown witness check {check!r}")
 
 
+def _bias_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
+    """A witness of a biased block carries every bias (MATH.md §8), of the right length; one of
+    a bias-free block carries none."""
+    keys = {"up", "down"} | ({"gate"} if block["activation"]["gated"] else set())
+    if block.get("bias"):
+        keys |= {f"{k}_bias" for k in keys}
+    require(set(layer) == keys, f"witness layer fields {sorted(layer)}, expected {sorted(keys)}")
+    for key in keys & {"up_bias", "gate_bias", "down_bias"}:
+        length = block["dim"] if key == "down_bias" else size
+        require(isinstance(layer[key], list) and len(layer[key]) == length,
+                f"witness '{key}' shape")
+
+
 def _idle_neurons_are_zero(act: dict[str, Any], layer: dict[str, Any]) -> None:
-    """A neuron that cannot affect the output (zero down column; zero up row when gated or
-    σ(0) = 0) must be all zero: otherwise its weights would be fields nobody checks."""
+    """A neuron that cannot affect the output (zero down column; zero up row and up bias when
+    gated or σ(0) = 0) must be all zero (its biases too): otherwise its weights would be
+    fields nobody checks."""
     def nonzero(rows: list[list[Any]]) -> list[list[bool]]:  # algebraic entries are non-zero
         return [[not isinstance(v, str) or q(v) != 0 for v in row] for row in rows]
 
-    up, down = nonzero(layer["up"]), nonzero(layer["down"])
-    gate = nonzero(layer["gate"]) if "gate" in layer else None
+    def with_bias(rows: list[list[bool]], key: str) -> list[list[bool]]:
+        bias = nonzero([layer[key]])[0] if key in layer else [False] * len(rows)
+        return [[*row, b] for row, b in zip(rows, bias, strict=True)]
+
+    up, down = with_bias(nonzero(layer["up"]), "up_bias"), nonzero(layer["down"])
+    gate = with_bias(nonzero(layer["gate"]), "gate_bias") if "gate" in layer else None
     for i, u in enumerate(up):
         column = [row[i] for row in down]
         idle = not any(column) or (not any(u) and (gate is not None
