@@ -2,7 +2,9 @@
 equations and prints the solver queries itself, from the embedded block alone.
 
 Naming convention of the unknowns (part of the certificate format): layer l, neuron j,
-coordinate k: up `u{l}_{j}_{k}`, gate `g{l}_{j}_{k}`, down row r: `d{l}_{r}_{j}`.
+coordinate k: up `u{l}_{j}_{k}`, gate `g{l}_{j}_{k}`, down row r: `d{l}_{r}_{j}`; a biased
+block's comparator (MATH.md §8.4) also has up_bias `b{l}_{j}`, gate_bias `h{l}_{j}`, down_bias
+`c{l}_{r}`. Order per layer: gate, gate_bias, up, up_bias, down, down_bias.
 
 Every field of a generic certificate is checked or absent. A stored SMT-LIB text must be,
 byte for byte, the checker's own encoding of the claim (so it also ties the points, the
@@ -31,17 +33,56 @@ from . import exact, lemmas, smt
 RLIMIT = 40_000_000  # z3 resource units: deterministic, unlike a timeout
 CVC5_TIMEOUT_MS = 10_000  # cvc5 1.4 takes 20-60 s on some synthesis queries z3 does in 0.1 s
 LAYER_KEYS = frozenset({"up", "gate", "down"})
+KEYS = ("gate", "gate_bias", "up", "up_bias", "down", "down_bias")
 
 
-def names(width: int, dim: int, depth: int, gated: bool) -> list[dict[str, list[list[str]]]]:
+def _is_bias(key: str) -> bool:
+    return key.endswith("_bias")
+
+
+def _entries(key: str, value: Any) -> list[Any]:
+    return list(value) if _is_bias(key) else [v for row in value for v in row]
+
+
+def _map(layer: dict[str, Any], f: Any) -> dict[str, Any]:
+    """f on every value of a layer; a bias is a vector, a weight a list of rows."""
+    return {k: [f(v) for v in rows] if _is_bias(k) else [[f(v) for v in row] for row in rows]
+            for k, rows in layer.items()}
+
+
+def names(width: int, dim: int, depth: int, gated: bool,
+          biased: bool = False) -> list[dict[str, Any]]:
     out = []
     for l in range(depth):  # noqa: E741 - l for layer, as in the naming convention
-        layer = {"up": [[f"u{l}_{j}_{k}" for k in range(dim)] for j in range(width)],
-                 "down": [[f"d{l}_{r}_{j}" for j in range(width)] for r in range(dim)]}
+        layer: dict[str, Any] = {
+            "up": [[f"u{l}_{j}_{k}" for k in range(dim)] for j in range(width)],
+            "down": [[f"d{l}_{r}_{j}" for j in range(width)] for r in range(dim)]}
         if gated:
             layer["gate"] = [[f"g{l}_{j}_{k}" for k in range(dim)] for j in range(width)]
+        if biased:  # MATH.md §8: the comparators of a biased block are biased
+            layer["up_bias"] = [f"b{l}_{j}" for j in range(width)]
+            layer["down_bias"] = [f"c{l}_{r}" for r in range(dim)]
+            if gated:
+                layer["gate_bias"] = [f"h{l}_{j}" for j in range(width)]
         out.append(layer)
     return out
+
+
+def _block_names(block: dict[str, Any], width: int) -> list[dict[str, Any]]:
+    return names(width, block["dim"], block["depth"], block["activation"]["gated"],
+                 _biased(block))
+
+
+def _flat(layers: list[dict[str, Any]]) -> list[str]:
+    return [n for layer in layers for key in KEYS if key in layer
+            for n in _entries(key, layer[key])]
+
+
+def _affine(layer: dict[str, Any], key: str, value: list[Any]) -> list[Any]:
+    """sympy: layer[key]·value (+ its bias when the layer has one, MATH.md §8)."""
+    out = [sp.Add(*(a * v for a, v in zip(row, value, strict=True))) for row in layer[key]]
+    bias = layer.get(f"{key}_bias")
+    return out if bias is None else [o + b for o, b in zip(out, bias, strict=True)]
 
 
 def _stack(activation: dict[str, Any], skip: exact.Rows | None, layers: list[dict[str, Any]],
@@ -50,14 +91,13 @@ def _stack(activation: dict[str, Any], skip: exact.Rows | None, layers: list[dic
     sigma = lemmas.formula(activation)
     value = list(x)
     for layer in layers:
-        pre = [sp.Add(*(a * v for a, v in zip(row, value, strict=True))) for row in layer["up"]]
+        pre = _affine(layer, "up", value)
         if activation["gated"]:
-            gate = [sp.Add(*(a * v for a, v in zip(row, value, strict=True)))
-                    for row in layer["gate"]]
+            gate = _affine(layer, "gate", value)
             hidden = [sigma.subs(lemmas.Z, g) * h for g, h in zip(gate, pre, strict=True)]
         else:
             hidden = [sigma.subs(lemmas.Z, h) for h in pre]
-        out = [sp.Add(*(a * h for a, h in zip(row, hidden, strict=True))) for row in layer["down"]]
+        out = _affine(layer, "down", hidden)
         if skip is not None:
             out = [o + sp.Add(*(sp.Rational(c) * v for c, v in zip(row, value, strict=True)))
                    for o, row in zip(out, skip, strict=True)]
@@ -66,8 +106,7 @@ def _stack(activation: dict[str, Any], skip: exact.Rows | None, layers: list[dic
 
 
 def _rational_layers(block: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{k: [[sp.Rational(v) for v in row] for row in rows] for k, rows in layer.items()}
-            for layer in block["layers"]]
+    return [_map(layer, sp.Rational) for layer in block["layers"]]
 
 
 def value(entry: Any) -> sp.Expr:
@@ -83,9 +122,7 @@ def value(entry: Any) -> sp.Expr:
 def identity(block: dict[str, Any], layers: list[dict[str, Any]]) -> bool:
     """P − B ≡ 0 as polynomials in x (exact; algebraic entries via minimal polynomials)."""
     x = [sp.Symbol(f"x{k}") for k in range(block["dim"])]
-    plain = _stack(block["activation"], None,
-                   [{k: [[value(v) for v in row] for row in rows] for k, rows in layer.items()}
-                    for layer in layers], x)
+    plain = _stack(block["activation"], None, [_map(layer, value) for layer in layers], x)
     target = _stack(block["activation"], exact.skip_rows(block), _rational_layers(block), x)
     t = sp.Symbol("t")
     for p, b in zip(plain, target, strict=True):
@@ -97,13 +134,10 @@ def identity(block: dict[str, Any], layers: list[dict[str, Any]]) -> bool:
 
 def equations(block: dict[str, Any], width: int) -> tuple[list[sp.Symbol], set[sp.Expr]]:
     """The checker's own coefficient-matching system for width `width`."""
-    layers = names(width, block["dim"], block["depth"], block["activation"]["gated"])
-    symbols = [sp.Symbol(n) for layer in layers for key in ("gate", "up", "down")
-               if key in layer for row in layer[key] for n in row]
+    layers = _block_names(block, width)
+    symbols = [sp.Symbol(n) for n in _flat(layers)]
     x = [sp.Symbol(f"x{k}") for k in range(block["dim"])]
-    plain = _stack(block["activation"], None,
-                   [{k: [[sp.Symbol(n) for n in row] for row in rows]
-                     for k, rows in layer.items()} for layer in layers], x)
+    plain = _stack(block["activation"], None, [_map(layer, sp.Symbol) for layer in layers], x)
     target = _stack(block["activation"], exact.skip_rows(block), _rational_layers(block), x)
     found = set()
     for p, b in zip(plain, target, strict=True):
@@ -257,27 +291,35 @@ def _sigma(activation: dict[str, Any], z: str) -> str:
 
 
 def _biased(block: dict[str, Any]) -> bool:
-    return any(set(layer) - LAYER_KEYS for layer in block["layers"])
+    """MATH.md §8: the document marks the block, and its layers carry the biases."""
+    marked = bool(block.get("bias"))
+    carried = block["layers"] is not None and any(set(layer) - LAYER_KEYS
+                                                  for layer in block["layers"])
+    return marked or carried
 
 
-def _stack_text(block: dict[str, Any], layers: list[dict[str, list[list[str]]]],
+def _affine_text(layer: dict[str, Any], key: str, value: list[str]) -> list[str]:
+    """SMT: layer[key]·value, the bias term last when the layer has biases (MATH.md §8)."""
+    bias = layer.get(f"{key}_bias")
+    return [_sum([_times(a, v) for a, v in zip(row, value, strict=True)]
+                 + ([] if bias is None else [bias[j]]))
+            for j, row in enumerate(layer[key])]
+
+
+def _stack_text(block: dict[str, Any], layers: list[dict[str, Any]],
                 x: list[str], skip: bool) -> list[str]:
     """The stack's output terms at x; layer entries are SMT terms (names or constants)."""
-    require(not _biased(block), "the generic checker encodes blocks without biases only")
     activation = block["activation"]
     s = [[_q(v) for v in row] for row in exact.skip_rows(block)] if skip else None
     value = x
     for layer in layers:
-        pre = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
-               for row in layer["up"]]
+        pre = _affine_text(layer, "up", value)
         if activation["gated"]:
-            gate = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
-                    for row in layer["gate"]]
+            gate = _affine_text(layer, "gate", value)
             hidden = [_times(_sigma(activation, g), h) for g, h in zip(gate, pre, strict=True)]
         else:
             hidden = [_sigma(activation, h) for h in pre]
-        out = [_sum([_times(a, h) for a, h in zip(row, hidden, strict=True)])
-               for row in layer["down"]]
+        out = _affine_text(layer, "down", hidden)
         if s is not None:
             out = [_sum([o] + [_times(c, v) for c, v in zip(row, value, strict=True)])
                    for o, row in zip(out, s, strict=True)]
@@ -285,9 +327,8 @@ def _stack_text(block: dict[str, Any], layers: list[dict[str, list[list[str]]]],
     return value
 
 
-def _constant_layers(layers: list[dict[str, Any]]) -> list[dict[str, list[list[str]]]]:
-    return [{k: [[_q(exact.q(v)) for v in row] for row in rows] for k, rows in layer.items()}
-            for layer in layers]
+def _constant_layers(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [_map(layer, lambda v: _q(exact.q(v))) for layer in layers]
 
 
 def _rows_scale_freely(block: dict[str, Any]) -> bool:
@@ -308,10 +349,8 @@ def _degree_one(block: dict[str, Any]) -> bool:
 
 def point_set_smtlib(block: dict[str, Any], width: int, points: list[exact.Vec]) -> str:
     """"Some plain block of this width matches B at every point", QF_NRA."""
-    layers = names(width, block["dim"], block["depth"], block["activation"]["gated"])
-    lines = [*_header()] + [f"(declare-fun {n} () Real)" for layer in layers
-                            for key in ("gate", "up", "down") if key in layer
-                            for row in layer[key] for n in row]
+    layers = _block_names(block, width)
+    lines = [*_header()] + [f"(declare-fun {n} () Real)" for n in _flat(layers)]
     if _rows_scale_freely(block):
         lines += [f"(assert (<= (- 1) {n} 1))" for layer in layers for key in ("up", "gate")
                   for row in layer.get(key, []) for n in row]

@@ -101,7 +101,8 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
 def _bias_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: only certificates of a §8 rule that the checker re-derives with biases."""
     return (_flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
-            or _never_or_table_ok(doc["certificate"]))
+            or _never_or_table_ok(doc["certificate"])
+            or _bias_ok_generic(doc["claim"], doc["certificate"]))
 
 
 def _flips_ok(doc: dict[str, Any]) -> bool:
@@ -139,6 +140,27 @@ def _never_or_table_ok(cert: dict[str, Any]) -> bool:
     return kind in ("lemma + direction", "parity point at infinity")
 
 
+# MATH.md §8.4: the generic engine's certificates, which checker/generic.py encodes with the
+# comparator's biases as more unknowns (and never with a box: a biased block is not homogeneous).
+GENERIC_CHECKS = ("polynomial identity", "smt: no point where P differs from B")
+GENERIC_REFUTATIONS = ("Nullstellensatz", "real infeasibility", "finite point set")
+
+
+def _bias_ok_generic(claim: dict[str, Any], cert: dict[str, Any]) -> bool:
+    """A concrete absorbable / min-width claim whose every part is a generic certificate."""
+    def generic_kind(part: Any) -> bool:
+        return isinstance(part, dict) and (
+            part.get("kind") in GENERIC_REFUTATIONS
+            or (part.get("kind") == "witness" and part.get("check") in GENERIC_CHECKS))
+
+    if claim["kind"] == "absorbable" and claim["modality"] in ("", "not"):
+        return generic_kind(cert)
+    if claim["kind"] == "min_width" and cert.get("kind") == "minimal width":
+        return generic_kind(cert["witness"]) and (cert["below"] is None
+                                                  or generic_kind(cert["below"]))
+    return False
+
+
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
 def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
@@ -152,6 +174,7 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     gated = block["activation"]["gated"]
     d = block["dim"]
     for layer in layers:
+        _bias_shapes(block, layer, size)
         up, down = layer["up"], layer["down"]
         require(len(up) == size and all(len(r) == d for r in up), "witness 'up' shape")
         require(len(down) == d and all(len(r) == size for r in down), "witness 'down' shape")
@@ -187,21 +210,22 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
 
 
 def _bias_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
-    """A biased block's witness is a biased plain block (MATH.md §8): up_bias (and gate_bias)
-    of the witness's width, down_bias of d; a bias-free block's witness has no bias."""
-    names = ("up_bias", "down_bias") + (("gate_bias",) if block["activation"]["gated"] else ())
-    if not block.get("bias"):
-        require(not any(n in layer for n in ("up_bias", "gate_bias", "down_bias")),
-                "a bias-free block's witness has no biases")
-        return
-    for name in names:
-        require(len(layer[name]) == (block["dim"] if name == "down_bias" else size),
-                f"witness '{name}' shape")
+    """A witness of a biased block carries every bias (MATH.md §8), of the right length; one of
+    a bias-free block carries none."""
+    keys = {"up", "down"} | ({"gate"} if block["activation"]["gated"] else set())
+    if block.get("bias"):
+        keys |= {f"{k}_bias" for k in keys}
+    require(set(layer) == keys, f"witness layer fields {sorted(layer)}, expected {sorted(keys)}")
+    for key in keys & {"up_bias", "gate_bias", "down_bias"}:
+        length = block["dim"] if key == "down_bias" else size
+        require(isinstance(layer[key], list) and len(layer[key]) == length,
+                f"witness '{key}' shape")
 
 
 def _idle_neurons_are_zero(act: dict[str, Any], layer: dict[str, Any]) -> None:
-    """A neuron that cannot affect the output (zero down column; zero up row when gated or
-    σ(0) = 0) must be all zero: otherwise its weights would be fields nobody checks."""
+    """A neuron that cannot affect the output (zero down column; zero up row and up bias when
+    gated or σ(0) = 0) must be all zero (its biases too): otherwise its weights would be
+    fields nobody checks."""
     def nonzero(rows: list[list[Any]]) -> list[list[bool]]:  # algebraic entries are non-zero
         return [[not isinstance(v, str) or q(v) != 0 for v in row] for row in rows]
 

@@ -34,8 +34,8 @@ def applies(block: Block) -> bool:
 
 
 def sizes_ok(block: Block, width: int) -> bool:
-    per_layer = width * block.dim * (3 if block.activation.gated else 2)
-    return per_layer * block.depth <= MAX_UNKNOWNS
+    """Every unknown counts, the comparator's biases too (MATH.md §8.4)."""
+    return len(encode.flat_names(encode.block_names(block, width))) <= MAX_UNKNOWNS
 
 
 # ---- SMT-LIB text (printed here: stable bytes, one source for solving and certificates) ----
@@ -77,16 +77,13 @@ def block_text(block: Block, layers: list[dict[str, list[list[str]]]], x: list[s
     value = x
     s = [[q(v) for v in row] for row in block.skip.rows()] if skip else None
     for layer in layers:
-        pre = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
-               for row in layer["up"]]
+        pre = _affine_text(layer, "up", value)
         if block.activation.gated:
-            gate = [_sum([_times(a, v) for a, v in zip(row, value, strict=True)])
-                    for row in layer["gate"]]
+            gate = _affine_text(layer, "gate", value)
             hidden = [_times(sigma_text(block, g), h) for g, h in zip(gate, pre, strict=True)]
         else:
             hidden = [sigma_text(block, h) for h in pre]
-        out = [_sum([_times(a, h) for a, h in zip(row, hidden, strict=True)])
-               for row in layer["down"]]
+        out = _affine_text(layer, "down", hidden)
         if s is not None:
             out = [_sum([o] + [_times(c, v) for c, v in zip(row, value, strict=True)])
                    for o, row in zip(out, s, strict=True)]
@@ -94,26 +91,28 @@ def block_text(block: Block, layers: list[dict[str, list[list[str]]]], x: list[s
     return value
 
 
-def exact_layers(block: Block) -> list[dict[str, list[list[str]]]]:
-    assert block.layers is not None
-    out = []
-    for layer in block.layers:
-        entry = {"up": [[q(v) for v in r] for r in layer.up.rows],
-                 "down": [[q(v) for v in r] for r in layer.down.rows]}
-        if layer.gate is not None:
-            entry["gate"] = [[q(v) for v in r] for r in layer.gate.rows]
-        out.append(entry)
-    return out
+def _affine_text(layer: dict[str, Any], key: str, value: list[str]) -> list[str]:
+    """layer[key]·value, the bias term last when the layer has biases (MATH.md §8)."""
+    bias = layer.get(f"{key}_bias")
+    return [_sum([_times(a, v) for a, v in zip(row, value, strict=True)]
+                 + ([] if bias is None else [bias[j]]))
+            for j, row in enumerate(layer[key])]
+
+
+def exact_layers(block: Block) -> list[dict[str, Any]]:
+    return [encode.map_layer(layer, q) for layer in encode.fraction_layers(block)]
 
 
 def box_applies(block: Block) -> bool:
-    """Row scaling is without loss when σ is H(k), k ≥ 1."""
+    """Row scaling is without loss when σ is H(k), k ≥ 1, and the block has no biases: a
+    biased block is not homogeneous, so its points and rows stay as they are (MATH.md §8.4's
+    trap; the checker re-derives this and refuses a box for a biased block)."""
     k = properties(block.activation).homogeneous
-    return k is not None and k >= 1
+    return k is not None and k >= 1 and not block.biased
 
 
 def synthesis_text(block: Block, width: int, points: list[tuple[Fraction, ...]]) -> str:
-    names = encode.unknown_names(width, block.dim, block.depth, block.activation.gated)
+    names = encode.block_names(block, width)
     lines = ["(set-logic QF_NRA)"] + [f"(declare-fun {n} () Real)"
                                       for n in encode.flat_names(names)]
     if box_applies(block):
@@ -130,7 +129,8 @@ def synthesis_text(block: Block, width: int, points: list[tuple[Fraction, ...]])
 
 
 def verification_text(block: Block, witness: list[dict[str, list[list[str]]]]) -> str:
-    """∃x: P(x) ≠ B(x); unsat means P ≡ B (x in [−1, 1]^d when both are H(1))."""
+    """∃x: P(x) ≠ B(x); unsat means P ≡ B (x in [−1, 1]^d when both are H(1): never with
+    biases, MATH.md §8.4)."""
     x = [f"x{k}" for k in range(block.dim)]
     lines = ["(set-logic QF_NRA)"] + [f"(declare-fun {v} () Real)" for v in x]
     if _degree_one(block):
@@ -145,7 +145,29 @@ def verification_text(block: Block, witness: list[dict[str, list[list[str]]]]) -
 
 
 def _degree_one(block: Block) -> bool:
-    return properties(block.activation).block_degree(block.activation.gated) == 1
+    return properties(block.activation).block_degree(block.activation.gated) == 1 \
+        and not block.biased
+
+
+def _zero_idle(block: Block, layer: dict[str, Any]) -> dict[str, Any]:
+    """Zero every neuron that cannot affect P (zero down column; or zero input row and bias
+    when gated or σ(0) = 0): P is unchanged, and the checker wants no unchecked weights."""
+    zero_at_zero = properties(block.activation).sigma_at_zero == 0
+    out = {k: [list(r) for r in v] if not encode.is_bias(k) else list(v)
+           for k, v in layer.items()}
+    for j, row in enumerate(out["up"]):
+        column = [r[j] for r in out["down"]]
+        inputs = row + ([out["up_bias"][j]] if "up_bias" in out else [])
+        if any(column) and (any(inputs) or ("gate" not in out and not zero_at_zero)):
+            continue
+        for r in out["down"]:
+            r[j] = Fraction(0)
+        for key in ("up", "gate"):
+            if key in out:
+                out[key][j] = [Fraction(0)] * len(out[key][j])
+            if f"{key}_bias" in out:
+                out[f"{key}_bias"][j] = Fraction(0)
+    return out
 
 
 # ---- the loop -----------------------------------------------------------------------------
@@ -177,7 +199,7 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
     import z3
 
     points = initial_points(block.dim)
-    names = encode.unknown_names(width, block.dim, block.depth, block.activation.gated)
+    names = encode.block_names(block, width)
     for _ in range(MAX_ROUNDS):
         text = synthesis_text(block, width, points)
         verdict, solver = _check(text)
@@ -191,24 +213,18 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
         if verdict != z3.sat:
             return "unknown", {}, f"synthesis: {solver.reason_unknown()}"
         model = solver.model()
-        exact: list[dict[str, Any]] = []
-        for layer in names:
-            entry: dict[str, Any] = {}
-            for key, rows in layer.items():
-                values = [[encode.rational_model_value(model, z3.Real(n)) for n in row]
-                          for row in rows]
-                if any(v is None for row in values for v in row):
-                    return "unknown", {}, "synthesis gave an algebraic candidate"
-                entry[key] = values
-            exact.append(entry)
-        witness = [{k: [[q(v) for v in row] for row in rows] for k, rows in layer.items()}
-                   for layer in exact]
+        exact = [encode.map_layer(layer, lambda n, model=model: encode.rational_model_value(
+            model, z3.Real(n))) for layer in names]
+        if any(v is None for layer in exact for k, rows in layer.items()
+               for v in encode.entries(k, rows)):
+            return "unknown", {}, "synthesis gave an algebraic candidate"
+        exact = [_zero_idle(block, layer) for layer in exact]
+        witness = [encode.map_layer(layer, q) for layer in exact]
         check_text = verification_text(block, witness)
         verdict, solver = _check(check_text)
         if verdict == z3.unsat:
             return "absorbable", {
-                "layers": [{k: [[str(v) for v in row] for row in rows]
-                            for k, rows in layer.items()} for layer in exact],
+                "layers": [encode.map_layer(layer, str) for layer in exact],
                 "smtlib": check_text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
                                              "(set-info :status unsat)", 1)}, ""
         if verdict != z3.sat:

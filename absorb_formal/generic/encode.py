@@ -17,8 +17,30 @@ from ..model import Block
 Vec = Sequence[Any]
 
 
-def unknown_names(width: int, dim: int, depth: int, gated: bool) -> list[dict[str, Any]]:
-    """Per layer: names of the unknown entries of up (w×d), down (d×w), gate (w×d)."""
+# Per layer, the order of the unknowns (part of the certificate format); biases after their
+# matrix (MATH.md §8.4: the plain comparator's biases are more unknowns).
+KEYS = ("gate", "gate_bias", "up", "up_bias", "down", "down_bias")
+
+
+def is_bias(key: str) -> bool:
+    return key.endswith("_bias")
+
+
+def entries(key: str, value: Any) -> list[Any]:
+    """A layer entry's values in order: a bias is a vector, a weight a list of rows."""
+    return list(value) if is_bias(key) else [v for row in value for v in row]
+
+
+def map_layer(layer: dict[str, Any], f: Any) -> dict[str, Any]:
+    """The layer with f applied to every value, shapes (vectors, rows) kept."""
+    return {k: [f(v) for v in rows] if is_bias(k) else [[f(v) for v in row] for row in rows]
+            for k, rows in layer.items()}
+
+
+def unknown_names(width: int, dim: int, depth: int, gated: bool,
+                  biased: bool = False) -> list[dict[str, Any]]:
+    """Per layer: names of the unknown entries of up (w×d), down (d×w), gate (w×d); with
+    biases (MATH.md §8.4) also up_bias `b{l}_{j}`, gate_bias `h{l}_{j}`, down_bias `c{l}_{r}`."""
     layers = []
     for layer in range(depth):
         names: dict[str, Any] = {
@@ -27,13 +49,23 @@ def unknown_names(width: int, dim: int, depth: int, gated: bool) -> list[dict[st
         }
         if gated:
             names["gate"] = [[f"g{layer}_{j}_{k}" for k in range(dim)] for j in range(width)]
+        if biased:
+            names["up_bias"] = [f"b{layer}_{j}" for j in range(width)]
+            names["down_bias"] = [f"c{layer}_{r}" for r in range(dim)]
+            if gated:
+                names["gate_bias"] = [f"h{layer}_{j}" for j in range(width)]
         layers.append(names)
     return layers
 
 
 def flat_names(layers: list[dict[str, Any]]) -> list[str]:
-    return [n for layer in layers for key in ("gate", "up", "down") if key in layer
-            for row in layer[key] for n in row]
+    return [n for layer in layers for key in KEYS if key in layer
+            for n in entries(key, layer[key])]
+
+
+def block_names(block: Block, width: int) -> list[dict[str, Any]]:
+    """The unknowns of a plain comparator of `block` (biased when the block is)."""
+    return unknown_names(width, block.dim, block.depth, block.activation.gated, block.biased)
 
 
 # ---- sympy (polynomial activations) -------------------------------------------------------
@@ -45,17 +77,13 @@ def sympy_block(scalar: Scalar, gated: bool, skip: Sequence[Sequence[Fraction]] 
     sigma = scalar.sympy(z)
     value = list(x)
     for layer in layers:
-        up, down = layer["up"], layer["down"]
-        pre = [sum((sp.sympify(a) * v for a, v in zip(row, value, strict=True)), sp.Integer(0))
-               for row in up]
+        pre = _sympy_affine(layer, "up", value)
         if gated:
-            gate = [sum((sp.sympify(a) * v for a, v in zip(row, value, strict=True)),
-                        sp.Integer(0)) for row in layer["gate"]]
+            gate = _sympy_affine(layer, "gate", value)
             hidden = [sigma.subs(z, g) * h for g, h in zip(gate, pre, strict=True)]
         else:
             hidden = [sigma.subs(z, h) for h in pre]
-        out = [sum((sp.sympify(a) * h for a, h in zip(row, hidden, strict=True)), sp.Integer(0))
-               for row in down]
+        out = _sympy_affine(layer, "down", hidden)
         if skip is not None:
             out = [o + sum((sp.Rational(s) * v for s, v in zip(row, value, strict=True)),
                            sp.Integer(0)) for o, row in zip(out, skip, strict=True)]
@@ -63,21 +91,36 @@ def sympy_block(scalar: Scalar, gated: bool, skip: Sequence[Sequence[Fraction]] 
     return value
 
 
-def block_layers(block: Block) -> list[dict[str, Any]]:
+def _sympy_affine(layer: dict[str, Any], key: str, value: list[Any]) -> list[Any]:
+    """layer[key]·value (+ layer[key_bias] when the layer has biases, MATH.md §8)."""
+    out = [sum((sp.sympify(a) * v for a, v in zip(row, value, strict=True)), sp.Integer(0))
+           for row in layer[key]]
+    bias = layer.get(f"{key}_bias")
+    return out if bias is None else [o + sp.sympify(b) for o, b in zip(out, bias, strict=True)]
+
+
+def fraction_layers(block: Block) -> list[dict[str, Any]]:
+    """The block's layers as dicts of Fractions (biases included when present)."""
     assert block.layers is not None
     out = []
     for layer in block.layers:
-        entry = {"up": [[sp.Rational(v) for v in r] for r in layer.up.rows],
-                 "down": [[sp.Rational(v) for v in r] for r in layer.down.rows]}
+        entry: dict[str, Any] = {"up": [list(r) for r in layer.up.rows],
+                                 "down": [list(r) for r in layer.down.rows]}
         if layer.gate is not None:
-            entry["gate"] = [[sp.Rational(v) for v in r] for r in layer.gate.rows]
+            entry["gate"] = [list(r) for r in layer.gate.rows]
+        for key in ("up_bias", "gate_bias", "down_bias"):
+            if getattr(layer, key) is not None:
+                entry[key] = list(getattr(layer, key))
         out.append(entry)
     return out
 
 
+def block_layers(block: Block) -> list[dict[str, Any]]:
+    return [map_layer(layer, sp.Rational) for layer in fraction_layers(block)]
+
+
 def symbol_layers(names: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{key: [[sp.Symbol(n) for n in row] for row in value] for key, value in layer.items()}
-            for layer in names]
+    return [map_layer(layer, sp.Symbol) for layer in names]
 
 
 # ---- z3 (piecewise activations) -----------------------------------------------------------

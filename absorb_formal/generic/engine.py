@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import sympy as sp
 
 from .. import certificates as cert
-from ..decide.decision import BIASED, Decision, undecided
+from ..decide.decision import Decision, undecided
 from ..model import Block, Layer, Matrix
 from . import cegis, encode, polynomial
 
@@ -20,8 +21,6 @@ def applies(block: Block, width: int) -> str:
     """"" when the generic engine can try this question, else why not."""
     if not block.is_concrete:
         return "the generic engine decides concrete blocks only"
-    if block.biased:
-        return BIASED  # §8.4: biases as more unknowns, to come
     if polynomial.applies(block):
         return "" if polynomial.sizes_ok(block, width) else (
             f"too many unknowns for the polynomial engine (limit {polynomial.MAX_UNKNOWNS})")
@@ -56,27 +55,28 @@ def at_width(block: Block, width: int) -> Decision:
 
 
 def _layer(layer: dict[str, Any]) -> Layer:
-    def m(rows: Any) -> Matrix:
-        from fractions import Fraction
+    """A witness layer from its dict (biases, MATH.md §8.4, when the block has them)."""
+    exact = encode.map_layer(layer, Fraction)
 
-        return Matrix([[Fraction(v) for v in row] for row in rows])
+    def bias(key: str) -> tuple[Fraction, ...] | None:
+        return tuple(exact[key]) if key in exact else None
 
-    return Layer(m(layer["up"]), m(layer["down"]), m(layer["gate"]) if "gate" in layer else None)
+    return Layer(Matrix(exact["up"]), Matrix(exact["down"]),
+                 Matrix(exact["gate"]) if "gate" in exact else None,
+                 up_bias=bias("up_bias"), gate_bias=bias("gate_bias"),
+                 down_bias=bias("down_bias"))
 
 
 def _polynomial_witness(block: Block, width: int, found: dict[str, Any]) -> Decision:
     values = found["values"]
-    names = encode.unknown_names(width, block.dim, block.depth, block.activation.gated)
-    layers_json = [{key: [[values[n] for n in row] for row in rows]
-                    for key, rows in layer.items()} for layer in names]
+    names = encode.block_names(block, width)
+    layers_json = [encode.map_layer(layer, values.__getitem__) for layer in names]
     if not identity_holds(block, layers_json):  # never state a witness that is not one
         raise AssertionError("internal error: generic witness fails the exact identity")
     rational = all("rational" in v for v in values.values())
-    stack = tuple(_layer({k: [[v["rational"] for v in row] for row in rows]
-                          for k, rows in layer.items()}) for layer in layers_json) \
-        if rational else None
-    shown = [{k: [[v.get("rational", v) for v in row] for row in rows]
-              for k, rows in layer.items()} for layer in layers_json]
+    stack = tuple(_layer(encode.map_layer(layer, lambda v: v["rational"]))
+                  for layer in layers_json) if rational else None
+    shown = [encode.map_layer(layer, lambda v: v.get("rational", v)) for layer in layers_json]
     return Decision(True, POLY_METHOD, {"kind": "witness", "width": width, "layers": shown,
                                         "check": "polynomial identity"},
                     witness=stack, detail="exact " + ("rational" if rational else "algebraic")
@@ -86,8 +86,7 @@ def _polynomial_witness(block: Block, width: int, found: dict[str, Any]) -> Deci
 def identity_holds(block: Block, layers: list[dict[str, Any]]) -> bool:
     """P − B ≡ 0 as polynomials in x, with exact (rational or algebraic) weights."""
     x = [sp.Symbol(f"x{k}") for k in range(block.dim)]
-    exact = [{k: [[polynomial.value_of(v) for v in row] for row in rows]
-              for k, rows in layer.items()} for layer in layers]
+    exact = [encode.map_layer(layer, polynomial.value_of) for layer in layers]
     scalar, gated = block.activation.scalar, block.activation.gated
     plain = encode.sympy_block(scalar, gated, None, exact, x)
     target = encode.sympy_block(scalar, gated, block.skip.rows(), encode.block_layers(block), x)

@@ -34,7 +34,7 @@ def applies(block: Block) -> bool:
 
 def system(block: Block, width: int) -> tuple[list[sp.Symbol], list[sp.Expr]]:
     """(unknowns, equations): coefficient matching of P(x) − B(x) in x (deterministic order)."""
-    names = encode.unknown_names(width, block.dim, block.depth, block.activation.gated)
+    names = encode.block_names(block, width)  # biases too: constant terms matter (§8.4)
     symbols = [sp.Symbol(n) for n in encode.flat_names(names)]
     x = [sp.Symbol(f"x{k}") for k in range(block.dim)]
     scalar, gated = block.activation.scalar, block.activation.gated
@@ -189,5 +189,6 @@ def value_of(entry: dict[str, Any]) -> sp.Expr:
 
 
 def sizes_ok(block: Block, width: int) -> bool:
-    n = width * block.dim * (3 if block.activation.gated else 2) * block.depth
+    """Every unknown counts, the comparator's biases too (MATH.md §8.4)."""
+    n = len(encode.flat_names(encode.block_names(block, width)))
     return n <= MAX_UNKNOWNS and properties(block.activation) is not None
