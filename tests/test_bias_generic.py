@@ -169,3 +169,37 @@ def test_unknowns_are_counted_with_the_biases(tmp_path):
     free = load_text("block B { activation relu dim 1 width 3 up = [[1], [2], [3]]"
                      " down = [[1, 1, 1]] }\n", "f.mlp", tmp_path).blocks["B"]
     assert engine.applies(free, 3) == ""
+
+
+# ---- differential: theory (§8.1, §8.2) against the generic engine (§8.4) ---------------------
+
+@pytest.mark.parametrize("activation", ["relu", "leaky_relu(1/2)"])
+def test_theory_and_generic_engine_agree_on_small_biased_blocks(activation, tmp_path):
+    """Random d = 1 biased blocks of width 2 (half planted: a skip that flipping both neurons
+    cancels, §8.1), decided by §8.1's width search and by the generic engine (§8.4) at widths
+    1 and 2: wherever both answer they agree, and both answers occur. (relu² against the
+    generic engine: the corpus, `absorb-prove --engine both specs/biases`; too slow here.)"""
+    from absorb_formal.decide import concrete
+
+    seen: Counter[str] = Counter()
+    for width, case in [(w, c) for w in (1, 2) for c in range(6 if w == 1 else 4)]:
+        rng = random.Random(f"differential/{activation}/{width}/{case}")
+        up = [rng.choice([-2, -1, 1, 2]) for _ in range(2)]
+        bias = [rng.randint(-3, 3) for _ in range(2)]
+        down = [F(rng.randint(-4, 4) or 1, rng.choice([1, 2, 4])) for _ in range(2)]
+        skip = rng.randint(-2, 2) or 1
+        if case % 2:  # §8.1 planted: S = −2a Σ d_i u_i (J = both)
+            a = F(3, 4) if activation.startswith("leaky") else F(1, 2)
+            skip = -2 * a * sum(d * u for d, u in zip(down, up, strict=True))
+        if skip == 0:
+            continue
+        spec, _ = _spec(activation, skip, up, bias, down, rng.randint(-2, 2), width, tmp_path)
+        block = spec.blocks["B"]
+        theory = concrete.at_width(block, width)
+        generic = engine.at_width(block, width)
+        if theory.absorbable is None or generic.absorbable is None:
+            seen["one unknown"] += 1
+            continue
+        assert theory.absorbable == generic.absorbable, (activation, up, bias, down, skip)
+        seen["both absorbable" if theory.absorbable else "both not"] += 1
+    assert seen["both absorbable"] >= 1 and seen["both not"] >= 1, seen
