@@ -297,3 +297,111 @@ def test_biased_certificates_check_their_fields(tmp_path):
     broken(linear, lambda c, d: c.update(rule="§4 genericity"))
     broken(linear, lambda c, d: d["blocks"]["B" if "B" in d["blocks"] else "G"]
            ["activation"].update(kind="tanh", name="tanh"))
+
+
+# §8.3 rows certified with a biased example member (issue 13): the member is built as §8.3
+# says and its witness comes from §8.2's flip sets; the checker re-verifies it.
+EXAMPLE_ROWS = [
+    ("relu^2", 2, 4, "sometimes absorbable", "§8.3 relu^2 flips"),
+    ("relu^2", 1, 3, "sometimes absorbable at width 5", "§8.3 relu^2 flips"),
+    ("relu^2", 2, 4, "always absorbable at width 12", "§8.3 relu^2 pairs"),
+    ("swiglu", 3, 4, "sometimes absorbable", "§8.3 linear neuron in the block"),
+    ("geglu", 2, 2, "sometimes absorbable", "§8.3 linear neuron in the block"),
+    ("reglu", 2, 3, "sometimes absorbable at width 4", "§8.3 linear neuron in the block"),
+    ("glu", 2, 2, "sometimes absorbable", "§8.3 linear neuron in the block"),
+    ("swiglu", 3, 4, "always absorbable at width 7", "§8.3 linear neurons"),
+    ("glu", 1, 2, "always absorbable at width 3", "§8.3 linear neurons"),
+]
+
+
+def _example_doc(tmp_path: Path, act: str, dim: int, width: int, claim: str,
+                 skip: str = "identity") -> dict[str, Any]:
+    [(_, outcome, doc)] = outcomes(family(act, dim, width, claim, skip), tmp_path)
+    assert outcome == PROVED
+    return doc
+
+
+@pytest.mark.parametrize(("act", "dim", "width", "claim", "rule"), EXAMPLE_ROWS)
+def test_biased_rows_carry_a_checked_biased_example(tmp_path, act, dim, width, claim, rule):
+    doc = _example_doc(tmp_path, act, dim, width, claim)
+    cert = doc["certificate"]
+    assert cert["rule"] == rule and "example" in cert, cert
+    layers = cert["example"]["layers"]
+    assert all("up_bias" in layer and "down_bias" in layer for layer in layers)
+    assert doc["blocks"]["B"]["bias"] is True
+    assert cert["example"]["witness"]["check"] == "§8.2 flip identity"
+    assert verify(doc).status == "valid"
+
+
+def _broken_example(doc: dict[str, Any], edit: Any) -> str:
+    doc = copy.deepcopy(doc)
+    edit(doc["certificate"]["example"])
+    verdict = verify(doc)
+    assert verdict.status == "invalid", edit
+    return verdict.reason
+
+
+@pytest.mark.parametrize(("act", "dim", "width", "claim", "rule"),
+                         [EXAMPLE_ROWS[0], EXAMPLE_ROWS[3], EXAMPLE_ROWS[6]])
+def test_a_tampered_biased_example_is_rejected(tmp_path, act, dim, width, claim, rule):
+    doc = _example_doc(tmp_path, act, dim, width, claim)
+    layer = "layers"
+
+    def down(example: dict[str, Any]) -> None:  # the member no longer cancels S
+        example[layer][0]["down"][0][0] = "7"
+
+    def up_bias(example: dict[str, Any]) -> None:
+        example[layer][0]["up_bias"][0] = "5"
+
+    def no_biases(example: dict[str, Any]) -> None:  # biases must be stated
+        for entry in example[layer]:
+            for name in ("up_bias", "gate_bias", "down_bias"):
+                entry.pop(name, None)
+
+    def narrower(example: dict[str, Any]) -> None:  # a member of another width
+        entry = example[layer][0]
+        for name in ("up", "gate", "up_bias", "gate_bias"):
+            if name in entry:
+                entry[name] = entry[name][:-1]
+        entry["down"] = [row[:-1] for row in entry["down"]]
+
+    def witness_c(example: dict[str, Any]) -> None:
+        example["witness"]["layers"][0]["down_bias"][0] = "1/3"
+
+    for edit in (down, up_bias, no_biases, narrower, witness_c):
+        _broken_example(doc, edit)
+
+
+def test_rows_without_biased_examples_keep_rejecting_bias_fields(tmp_path):
+    """The relu-family example stays a zero-bias member stated bias-free; square pairs and
+    a relu² member with no room (2 rank S > m) stay rule-only."""
+    doc = _example_doc(tmp_path, "relu", 2, 2, "sometimes absorbable")
+    assert doc["certificate"]["rule"] == "§8.3 subset condition"
+    assert verify(doc).status == "valid"
+
+    def biased(example: dict[str, Any]) -> None:
+        example["layers"][0]["up_bias"] = ["0", "0"]
+
+    assert "zero (absent) biases" in _broken_example(doc, biased)
+    for act, dim, width, claim in (("square", 2, 2, "always absorbable at width 6"),
+                                   ("relu^2", 2, 2, "always absorbable at width 10")):
+        assert "example" not in _example_doc(tmp_path, act, dim, width, claim)["certificate"]
+
+
+def test_random_skips_get_checked_examples(tmp_path):
+    """Random rank-1 and rank-2 skips: every member built has a flip witness the checker
+    accepts (relu² needs 2 rank S <= m, gated rank S <= m)."""
+    rng = random.Random(13)
+    seen = 0
+    for _ in range(8):
+        act = rng.choice(["relu^2", "swiglu", "glu", "reglu"])
+        rows = [[F(rng.randint(-3, 3), rng.choice([1, 2])) for _ in range(2)] for _ in range(2)]
+        if rng.random() < 0.5:
+            rows[1] = [2 * x for x in rows[0]]
+        if all(x == 0 for row in rows for x in row):
+            continue
+        skip = "[" + ", ".join("[" + ", ".join(str(x) for x in row) + "]" for row in rows) + "]"
+        doc = _example_doc(tmp_path, act, 2, 4, "sometimes absorbable", skip)
+        assert "example" in doc["certificate"] and verify(doc).status == "valid"
+        seen += 1
+    assert seen >= 6

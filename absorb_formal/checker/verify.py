@@ -171,18 +171,8 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     size = int(cert["width"])
     require(size <= width, f"the witness has width {size} > {width}")
     require(len(layers) == block["depth"], "the witness has the wrong depth")
-    gated = block["activation"]["gated"]
-    d = block["dim"]
     for layer in layers:
-        _bias_shapes(block, layer, size)
-        up, down = layer["up"], layer["down"]
-        require(len(up) == size and all(len(r) == d for r in up), "witness 'up' shape")
-        require(len(down) == d and all(len(r) == size for r in down), "witness 'down' shape")
-        require(("gate" in layer) == gated, "witness 'gate' presence")
-        if gated:
-            gate = layer["gate"]
-            require(len(gate) == size and all(len(r) == d for r in gate), "witness 'gate' shape")
-        _bias_shapes(block, layer, size)
+        _layer_shapes(block, layer, size)
         _idle_neurons_are_zero(block["activation"], layer)
     check = cert["check"]
     if check == flips.CHECK or cert.get("section") == flips.SECTION:
@@ -207,6 +197,18 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         _glu_flip(block, layers[0], cert)
     else:
         raise Invalid(f"unknown witness check {check!r}")
+
+
+def _layer_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
+    """A layer of `size` neurons for the block: its fields and every shape."""
+    d = block["dim"]
+    _bias_shapes(block, layer, size)
+    up, down = layer["up"], layer["down"]
+    require(len(up) == size and all(len(r) == d for r in up), "witness 'up' shape")
+    require(len(down) == d and all(len(r) == size for r in down), "witness 'down' shape")
+    if block["activation"]["gated"]:
+        gate = layer["gate"]
+        require(len(gate) == size and all(len(r) == d for r in gate), "witness 'gate' shape")
 
 
 def _bias_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
@@ -740,7 +742,7 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
             _rule_preconditions(block, rule, width)
         table = FAMILY_TRUTHS[rule]
         if "example" in cert:
-            absorbable(_example_member(block, cert["example"]), width,
+            absorbable(_example_member(block, cert["example"], rule), width,
                        cert["example"]["witness"])
     else:
         raise Invalid(f"a {cert.get('kind')!r} certificate says nothing about families")
@@ -782,10 +784,22 @@ def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
         require(not (family[0] == "relu" and d == 1 and m >= 2), "relu in d = 1 is always")
 
 
-def _example_member(block: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]:
+# §8.3 rows whose example is a biased member (its biases stated), absorbed by §8.2 flips.
+BIASED_EXAMPLE_RULES = frozenset({"§8.3 relu^2 flips", "§8.3 linear neuron in the block",
+                                  "§8.3 relu^2 pairs", "§8.3 linear neurons"})
+
+
+def _example_member(block: dict[str, Any], example: dict[str, Any],
+                    rule: str) -> dict[str, Any]:
     """The family member an example names. A biased family's example is a member with zero
     biases, stated bias-free (no bias fields anywhere): its bias-free witness is a biased
-    plain block with zero biases (MATH.md §8)."""
+    plain block with zero biases (MATH.md §8); except for BIASED_EXAMPLE_RULES, whose member
+    carries its biases, each layer shaped as one of the family's (width m)."""
+    if block.get("bias") and rule in BIASED_EXAMPLE_RULES:
+        require(len(example["layers"]) == block["depth"], "the example has the wrong depth")
+        for layer in example["layers"]:
+            _layer_shapes(block, layer, block["width"])
+        return dict(block, layers=example["layers"])
     if block.get("bias"):
         for layer in [*example["layers"], *example["witness"].get("layers", [])]:
             require(not any(name in layer for name in ("up_bias", "gate_bias", "down_bias")),

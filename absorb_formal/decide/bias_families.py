@@ -10,6 +10,9 @@
 - swiglu, geglu, reglu, glu: never if m + w < rank S; sometimes if rank S ≤ m ≤ w;
   generically not at w = m; always at m + rank S.
 
+The relu² and gated rows' "sometimes" and "always at width" rules carry an example: a member
+built as §8.3 says (flip_member) with the witness §8.2's flip sets find for it.
+
 At w = m the never column is the table's (m < rank S; 2m < rank S). Everything else:
 `unknown` (the generic engine's, for small sizes). The checker re-derives each rule's
 preconditions (verify.py `_biased_rule`).
@@ -17,10 +20,14 @@ preconditions (verify.py `_biased_rule`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
+from .. import linalg
 from ..activations import Activation
-from ..model import Block
+from ..model import Block, Layer, Matrix
+from . import flips
 from .canonical import ridge
 
 GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu
@@ -100,6 +107,7 @@ def _always(found: str, block: Block, size: int, r: int, out: Any) -> None:
                      "neuron as sigma(gamma) != 0: one per rank-one term of S", gamma=str(GAMMA))
     else:
         return
+    rule = _flip_example(found, block, size, rule)
     for modality, value in (("always", True), ("sometimes", True), ("never", False),
                             ("generically not", False)):
         out.set(modality, value, rule["rule"], rule)
@@ -124,5 +132,84 @@ def _sometimes(found: str, block: Block, size: int, r: int, out: Any, families: 
                      gamma=str(GAMMA))
     else:
         return
+    if found != "ridge":
+        rule = _flip_example(found, block, size, rule)
     out.set("sometimes", True, rule["rule"], rule)
     out.set("never", False, rule["rule"], rule)
+
+
+def _flip_example(found: str, block: Block, size: int, rule: dict[str, Any]) -> dict[str, Any]:
+    """The rule with a member built as §8.3 says and the witness §8.2's flip sets find for it
+    at `size` (a witness at m serves any larger width); the rule alone when none fits."""
+    from . import families
+
+    if found not in ("relu2", "gated") or families.too_big_for_example(block):
+        return rule
+    return families.attach_example(flip_member(block), size, rule)
+
+
+Neuron = tuple[tuple[Fraction, ...] | None, Fraction | None, tuple[Fraction, ...], Fraction,
+               tuple[Fraction, ...]]  # gate row, gate bias, up row, up bias, down column
+
+
+def flip_member(block: Block) -> Block | None:
+    """A member whose flips cancel S (MATH.md §8.3 "sometimes", checked by §8.2): per
+    rank-one term p qᵀ of S, relu²: neurons on q·x + 1 and q·x − 1 with down −p/4 and p/4
+    (flipping both changes B by −p qᵀx + const); gated σ = az + e(z): one neuron σ(q·x)·1
+    with down −p/(2a) (σ(−z) = σ(z) − 2az); GLU, Og(c): σ(q·x)·(q·x) with down −p/(2c).
+    Those are the §8.2 identities the checker verifies; a gate-row-0 linear neuron is not
+    alone on a key, so §8.2 would not decide the member. The other neurons are alive on
+    distinct keys of their own. None: no room (2 rank S > m for relu², rank S > m gated)."""
+    rule = flips.rule_for(block)
+    if rule is None or block.depth != 1:
+        return None
+    d, m = block.dim, block.width
+    zero, one = Fraction(0), Fraction(1)
+    neurons: list[Neuron] = []
+    for p, q in linalg.rank_factor(block.skip.rows()):
+        if rule.name == "relu^2":
+            neurons += [(None, None, q, one, tuple(-x / 4 for x in p)),
+                        (None, None, q, -one, tuple(x / 4 for x in p))]
+        elif rule.name == "Og(c)":
+            neurons.append((q, zero, q, zero, tuple(-x / (2 * rule.value) for x in p)))
+        else:
+            neurons.append((q, zero, (zero,) * d, one, tuple(-x / (2 * rule.value) for x in p)))
+    if len(neurons) > m:
+        return None
+    _fill(neurons, m, d, gated=rule.name != "relu^2")
+    return replace(block, layers=(_layer(neurons, d, gated=rule.name != "relu^2"),))
+
+
+def _key(neuron: Neuron) -> tuple[Fraction, ...]:
+    """The neuron's key up to a non-zero factor: distinct so, distinct up to sign too."""
+    gate, gamma, up, beta, _ = neuron
+    row = up + (beta,) if gate is None or gamma is None else gate + (gamma,)
+    lead = next(x for x in row if x != 0)
+    return tuple(x / lead for x in row)
+
+
+def _fill(neurons: list[Neuron], m: int, d: int, gated: bool) -> None:
+    """Extra neurons e_j + (n+1) e_{j+1} with bias n + 2 and down e_j, skipping any whose key
+    is taken: alive and alone, as §8.2 needs to decide the member."""
+    seen = {_key(neuron) for neuron in neurons}
+    n = 0
+    while len(neurons) < m:
+        j = n % d
+        row = tuple(Fraction(1) if t == j else Fraction(n + 1) if t == (j + 1) % d and d > 1
+                    else Fraction(0) for t in range(d))
+        e_j = tuple(Fraction(1 if t == j else 0) for t in range(d))
+        bias = Fraction(n + 2)
+        neuron: Neuron = (row, bias, e_j, Fraction(0), e_j) if gated else (
+            None, None, row, bias, e_j)
+        if _key(neuron) not in seen:
+            seen.add(_key(neuron))
+            neurons.append(neuron)
+        n += 1
+
+
+def _layer(neurons: list[Neuron], d: int, gated: bool) -> Layer:
+    down = Matrix(linalg.transpose([neuron[4] for neuron in neurons]))
+    gate = Matrix([n[0] for n in neurons if n[0] is not None]) if gated else None
+    gate_bias = tuple(n[1] for n in neurons if n[1] is not None) if gated else None
+    return Layer(Matrix([n[2] for n in neurons]), down, gate,
+                 tuple(n[3] for n in neurons), gate_bias, (Fraction(0),) * d)

@@ -229,13 +229,21 @@ def _zero_example(block: Block, size: int) -> dict[str, Any]:
 
 def _with_example(block: Block, size: int, rule: dict[str, Any], why: str) -> dict[str, Any]:
     """Attach a concrete member of the family and its witness when the family is small."""
-    if block.dim > MAX_EXAMPLE_DIM or block.width > 4 * MAX_EXAMPLE_DIM or block.depth > 4:
+    if too_big_for_example(block):
         return rule
     # A biased family's example: a member with zero biases, stated bias-free (MATH.md §8),
     # whose bias-free witness is a biased plain block with zero biases.
-    block = replace(block, biased=False)
-    member = example_member(block, why)
-    if member is None:
+    return attach_example(example_member(replace(block, biased=False), why), size, rule)
+
+
+def too_big_for_example(block: Block) -> bool:
+    return block.dim > MAX_EXAMPLE_DIM or block.width > 4 * MAX_EXAMPLE_DIM or block.depth > 4
+
+
+def attach_example(member: Block | None, size: int, rule: dict[str, Any]) -> dict[str, Any]:
+    """The rule with `member` and its witness at `size`, from the decision procedure itself
+    (never asserted); the rule alone when there is no member or no witness."""
+    if member is None or too_big_for_example(member):
         return rule
     decision = concrete.at_width(member, size)
     if decision.absorbable is not True:
