@@ -23,7 +23,8 @@ from absorb_formal.result import PROVED, REFUTED, UNKNOWN
 from tests.test_arrays import write_safetensors
 
 F = Fraction
-EXAMPLES = Path(__file__).resolve().parents[1] / "specs" / "examples" / "biases.mlp"  # the corpus copy
+# the corpus copy of ../shared/examples-next/biases.mlp
+EXAMPLES = Path(__file__).resolve().parents[1] / "specs" / "examples" / "biases.mlp"
 
 # MATH.md §8's example: B(x) = x − ¼ relu²(x+1) + ¼ relu²(x−1).
 R2 = """block R2 {

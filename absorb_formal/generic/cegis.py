@@ -211,7 +211,7 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
                 "points": [[str(v) for v in p] for p in points], "smtlib": stored,
                 "argument": "no plain block of this width matches B at these points"}, ""
         if verdict != z3.sat:
-            return "unknown", {}, f"synthesis: {solver.reason_unknown()}"
+            return "unknown", {}, f"synthesis: {_why(solver)}"
         model = solver.model()
         exact = [encode.map_layer(layer, lambda n, model=model: encode.rational_model_value(
             model, z3.Real(n))) for layer in names]
@@ -228,7 +228,7 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
                 "smtlib": check_text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
                                              "(set-info :status unsat)", 1)}, ""
         if verdict != z3.sat:
-            return "unknown", {}, f"verification: {solver.reason_unknown()}"
+            return "unknown", {}, f"verification: {_why(solver)}"
         model = solver.model()
         point = tuple(encode.rational_model_value(model, z3.Real(f"x{k}"))
                       for k in range(block.dim))
@@ -236,3 +236,13 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
             return "unknown", {}, "verification gave an unusable counterexample"
         points.append(point)  # type: ignore[arg-type]
     return "unknown", {}, f"no decision after {MAX_ROUNDS} CEGIS rounds"
+
+
+def _why(solver: Any) -> str:
+    """z3's reason for 'unknown', with the two limits merged: which of the time and resource
+    limits is hit first depends on the machine's load, and the same input must give the same
+    output (README, Determinism)."""
+    reason = str(solver.reason_unknown())
+    if reason in ("timeout", "canceled") or "resource limit" in reason:
+        return "no answer within the solver's limits"
+    return reason
