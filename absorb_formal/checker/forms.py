@@ -83,7 +83,7 @@ def as_json(family: tuple[str, Fraction, Fraction | None], lam: Rows,
     if kind == "linear":
         return {"family": "linear", "Lambda": [[str(x) for x in r] for r in lam], "keys": []}
     dim = len(lam)
-    out = {"family": kind, "a": str(a), "b": None if b is None else str(b),
+    out: dict[str, Any] = {"family": kind, "a": str(a), "b": None if b is None else str(b),
            "Lambda": [[str(x) for x in r] for r in lam],
            "keys": [{"u": [str(x) for x in u[:dim]], "v": [str(x) for x in v]}
                     for u, v in sorted_keys(keys)]}

@@ -165,6 +165,7 @@ class Reading:
                                                       and 1 not in found.shape):
                     raise Stale(f"{where}: array {value.key!r} of shape {found.shape} is "
                                 "not a vector")
+                assert isinstance(found, Dyadic)  # a load is read from a file
                 found = found.reshape((math.prod(found.shape),))
             return _nested_str(found.rows())
         return _nested_str(value)

@@ -110,7 +110,7 @@ class CanonicalForm:
             other.lam, other.keys, other.offsets, other.gamma)
 
     def as_json(self) -> dict[str, Any]:
-        out = {"family": self.ridge.family, "a": cert.q(self.ridge.a),
+        out: dict[str, Any] = {"family": self.ridge.family, "a": cert.q(self.ridge.a),
                "b": None if self.ridge.b is None else cert.q(self.ridge.b),
                "Lambda": cert.matrix(self.lam),
                "keys": [{"u": cert.vector(u), "v": cert.vector(v)} for u, v in self.keys]}

@@ -105,7 +105,7 @@ def describe(cf: CanonicalForm, choice: width.Choice, block: Block) -> str:
     flipped = []
     for i, u in enumerate(layer.up.rows):
         key, alpha = normalise(u, cf.ridge.family)
-        beta = layer.up_bias[i] / alpha if layer.up_bias is not None else 0
+        beta = layer.up_bias[i] / alpha if layer.up_bias is not None else Fraction(0)
         if signs[index[key, beta]] * (1 if alpha > 0 else -1) < 0:
             flipped.append(i + 1)
     return "J = {" + ", ".join(map(str, flipped)) + "}"

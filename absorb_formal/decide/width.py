@@ -184,7 +184,7 @@ def own_choice(cf: CanonicalForm, layer: Layer) -> Choice:
     for i, u in enumerate(layer.up.rows):
         if any(u) and any(layer.down.column(i)):
             key, alpha = normalise(u, cf.ridge.family)
-            beta = layer.up_bias[i] / alpha if layer.up_bias is not None else 0
+            beta = layer.up_bias[i] / alpha if layer.up_bias is not None else Fraction(0)
             if (key, beta) in index:
                 faces.setdefault(index[key, beta], set()).add(1 if alpha > 0 else -1)
     delta = tuple(i for i in range(cf.p) if len(faces[i]) == 2)

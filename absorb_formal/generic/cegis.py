@@ -153,8 +153,8 @@ def _zero_idle(block: Block, layer: dict[str, Any]) -> dict[str, Any]:
     """Zero every neuron that cannot affect P (zero down column; or zero input row and bias
     when gated or σ(0) = 0): P is unchanged, and the checker wants no unchecked weights."""
     zero_at_zero = properties(block.activation).sigma_at_zero == 0
-    out = {k: [list(r) for r in v] if not encode.is_bias(k) else list(v)
-           for k, v in layer.items()}
+    out: dict[str, Any] = {k: [list(r) for r in v] if not encode.is_bias(k) else list(v)
+                           for k, v in layer.items()}
     for j, row in enumerate(out["up"]):
         column = [r[j] for r in out["down"]]
         inputs = row + ([out["up_bias"][j]] if "up_bias" in out else [])

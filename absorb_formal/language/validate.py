@@ -257,7 +257,8 @@ class Validator:
         if not ok or any(v is None for v in values.values()) or activation is None:
             return None
         return Layer(values["up"], values["down"],  # type: ignore[arg-type]
-                     values.get("gate"), **self.biases(values, activation, dim, width, biased))
+                     values.get("gate"),  # type: ignore[arg-type]
+                     **self.biases(values, activation, dim, width, biased))
 
     @staticmethod
     def biases(values: dict[str, Matrix | Vector | None], activation: acts.Activation,
