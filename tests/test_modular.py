@@ -160,6 +160,31 @@ def test_gelu_large_blocks_get_the_same_certificate(tmp_path, cli, monkeypatch):
     assert verdict.status == "valid", verdict.reason
 
 
+def test_large_biased_gelu_blocks_get_the_certificate_too(tmp_path, cli, monkeypatch):
+    """MATH.md §8.1: with biases the generic case is §4's subset condition unchanged, so the
+    same minor certifies a large biased block (a GPT-2-shaped layer, scaled down); biases are
+    loaded as 1-D arrays, the up weights stored input × output and read with `.T`."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(3)
+    with np.load(big(tmp_path, act="gelu").parent / "w.npz") as z:
+        up, down = z["up"], z["down"]
+    np.savez(tmp_path / "w.npz", up_t=up.T.copy(), down=down,
+             b=(rng.standard_normal(M) * 0.1).astype(np.float32),
+             c=(rng.standard_normal(D) * 0.1).astype(np.float32))
+    spec = tmp_path / "biased.mlp"
+    spec.write_text(f"""block Big {{
+    activation gelu  dim {D}  width {M}  bias
+    up = load("w.npz", "up_t").T   up_bias = load("w.npz", "b")
+    down = load("w.npz", "down")   down_bias = load("w.npz", "c")
+}}
+claim Big is not absorbable
+""", encoding="utf-8")
+    run = cli("--crosscheck", "0", "--certificates", "certs", spec.name)
+    assert run.code == 0 and "modular rank" in run.out, run.out + run.err
+    verdict, _ = check_document(tmp_path / "certs" / "biased.mlp.6.json")
+    assert verdict.status == "valid", verdict.reason
+
+
 def _exact(path, doc):
     """The weights as the checker reads them from the files the document names."""
     return Reading(spec_location(doc, path)).weights(doc)
