@@ -29,6 +29,7 @@ from ..activations import Activation
 from ..model import Block, Layer, Matrix
 from . import flips
 from .canonical import ridge
+from .families import ALWAYS, NEVER
 
 GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu
 GAMMA = 1  # gate bias of a linear neuron: σ(1) ≠ 0 for every gated σ of the table
@@ -86,9 +87,7 @@ def table(block: Block, size: int, r: int, out: Any) -> None:
 
 
 def _never(out: Any, rule: dict[str, Any]) -> None:
-    for modality, value in (("never", True), ("generically not", True), ("sometimes", False),
-                            ("always", False)):
-        out.set(modality, value, "§8.3 rank of S", rule)
+    out.set_all(NEVER, "§8.3 rank of S", rule)
 
 
 def _always(found: str, block: Block, size: int, r: int, out: Any) -> None:
@@ -108,9 +107,7 @@ def _always(found: str, block: Block, size: int, r: int, out: Any) -> None:
     else:
         return
     rule = _flip_example(found, block, size, rule)
-    for modality, value in (("always", True), ("sometimes", True), ("never", False),
-                            ("generically not", False)):
-        out.set(modality, value, rule["rule"], rule)
+    out.set_all(ALWAYS, rule["rule"], rule)
 
 
 def _sometimes(found: str, block: Block, size: int, r: int, out: Any, families: Any) -> None:

@@ -29,6 +29,9 @@ from .never import never
 
 MODALITIES = ("never", "sometimes", "generically not", "always")
 MAX_EXAMPLE_DIM = 32  # witness blocks are built only for families this small
+# What a rule that proves "never" (or "always") settles about all four modalities.
+NEVER = {"never": True, "generically not": True, "sometimes": False, "always": False}
+ALWAYS = {"always": True, "sometimes": True, "never": False, "generically not": False}
 
 
 @dataclass
@@ -46,6 +49,11 @@ class Facts:
             self.method[modality] = method
             self.certificate[modality] = certificate
 
+    def set_all(self, truths: dict[str, bool], method: str,
+                certificate: dict[str, Any]) -> None:
+        for modality, value in truths.items():
+            self.set(modality, value, method, certificate)
+
 
 def facts(block: Block, size: int) -> Facts:
     out = Facts()
@@ -54,11 +62,7 @@ def facts(block: Block, size: int) -> Facts:
     else:
         proof = never(block)
         if proof is not None:
-            certificate = proof.certificate
-            out.set("never", True, proof.rule, certificate)
-            out.set("generically not", True, proof.rule, certificate)
-            out.set("sometimes", False, proof.rule, certificate)
-            out.set("always", False, proof.rule, certificate)
+            out.set_all(NEVER, proof.rule, proof.certificate)
             return out
         if block.biased:
             bias_table(block, size, out)
@@ -116,10 +120,7 @@ def spare_pairs(block: Block, size: int, r: int, out: Facts) -> None:
                             "(y, c/(2a)), (-y, -c/(2a)) with S = sum c y^T: "
                             "sigma(z) - sigma(-z) = 2az makes each pair c y^T x"}
         rule = _with_example(block, size, rule, "always")
-        out.set("always", True, "spare pairs (§4)", rule)
-        out.set("sometimes", True, "spare pairs (§4)", rule)
-        out.set("never", False, "spare pairs (§4)", rule)
-        out.set("generically not", False, "spare pairs (§4)", rule)
+        out.set_all(ALWAYS, "spare pairs (§4)", rule)
 
 
 def bias_table(block: Block, size: int, out: Facts) -> None:
@@ -160,10 +161,7 @@ def _ridge_table(block: Block, size: int, r: int, out: Facts) -> None:
                   "argument": "if P absorbs B, P - (B - Sx) = Sx is a plain block of width "
                               "m + w, and a plain block equal to Sx needs 2 rank(S) neurons"}
     if m + size < 2 * r:
-        out.set("never", True, "§4 rank of S", never_rule)
-        out.set("sometimes", False, "§4 rank of S", never_rule)
-        out.set("always", False, "§4 rank of S", never_rule)
-        out.set("generically not", True, "§4 rank of S", never_rule)
+        out.set_all(NEVER, "§4 rank of S", never_rule)
         return
     if size < m:
         return
@@ -198,9 +196,7 @@ def _line_table(block: Block, size: int, r: int, out: Facts) -> None:
                             "the two neurons x and -x realise: width 2 <= w always suffices, "
                             "layer by layer"}
         rule = _with_example(block, size, rule, "always")
-        for modality, value in (("always", True), ("sometimes", True), ("never", False),
-                                ("generically not", False)):
-            out.set(modality, value, "§4 relu family, d = 1", rule)
+        out.set_all(ALWAYS, "§4 relu family, d = 1", rule)
     elif block.depth == 1 and block.width >= 2 and r == 1:  # m = 1: the §4 table's generic case
         rule = {"kind": "rule", "rule": "§4 relu family in d = 1, width 1", "rank_S": r,
                 "width": size,
