@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -43,6 +43,8 @@ PATH is a spec file, or a folder searched recursively for *.mlp files.
 
   absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
   absorb-prove check CERTIFICATE_OR_FOLDER...
+  absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors
+               [--dtype float64|float32|bfloat16] [--points N] [--force]
 """
 
 EPILOG = """\
@@ -96,6 +98,23 @@ certificates:
   prover) and, where the spec file still exists, that it still says the same.
   One line per document: `FILE: valid|invalid|unchecked: STATEMENT — REASON`.
   Exit 0 when none is invalid, 1 when one is, 2 for a missing path.
+
+export:
+  `absorb-prove export SPEC NAME --out FILE` decides block NAME of SPEC at --width W
+  (default: its minimal width) and writes the exact witness, the plain block (skip none)
+  proved equal to it, as arrays named like the language's fields: up, down, gate,
+  up_bias, gate_bias, down_bias (biases 1-D, only those that exist); a stack of depth L
+  uses layer1.up ... layerL.down. Each exact weight is rounded to nearest (ties to even)
+  in --dtype (default float64; bfloat16 needs .safetensors). The file records (safetensors
+  __metadata__, or the JSON string array __absorb_formal__ of a .npz): spec_sha256,
+  certificate_sha256 (of the certificate object of `NAME is absorbable at width W`, in
+  the canonical bytes --certificates writes), width, dtype, max_rounding_rel_error
+  (largest |rounded - exact| / |exact| over the entries) and sample_max_abs_error /
+  sample_max_rel_error (the block against the exported arrays, both in float64, over N
+  sample points, --points, default 10000). stdout: a summary and a .mlp block that loads
+  the file back. An existing FILE is never replaced without --force.
+  Exit 0 written; 1 the block is not absorbable at W (or at any width); 2 an error (no
+  such block, a family, undecided, bad --out or --dtype, FILE exists, spec error).
 """
 
 
@@ -331,7 +350,15 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
         from .check import main as check_main
 
         return check_main(argv[1:], stdout, stderr)
-    parser = build_parser()
+    if argv[:1] == ["export"]:
+        return _parsed(build_export_parser(), argv[1:], run_export, stdout, stderr)
+    return _parsed(build_parser(), argv, run_prove, stdout, stderr)
+
+
+def _parsed(parser: argparse.ArgumentParser, argv: list[str],
+            command: Callable[[argparse.Namespace, TextIO, TextIO], int],
+            stdout: TextIO, stderr: TextIO) -> int:
+    """Parse `argv` (help and usage errors to the streams given) and run `command`."""
     try:
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr  # argparse prints help/usage to sys.*
@@ -341,7 +368,64 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
             sys.stdout, sys.stderr = old
     except SystemExit as stop:
         return EXIT_ERROR if stop.code not in (0, None) else 0
-    return run_prove(args, stdout, stderr)
+    return command(args, stdout, stderr)
+
+
+def build_export_parser() -> argparse.ArgumentParser:
+    from . import export
+
+    parser = argparse.ArgumentParser(
+        prog="absorb-prove export", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Write the exact witness (the plain block, skip none) of an absorbable "
+                    "block as weight arrays.",
+        epilog=EPILOG[EPILOG.index("export:"):])
+    parser.add_argument("spec", metavar="SPEC", help="the .mlp spec file")
+    parser.add_argument("name", metavar="NAME", help="the block to export")
+    parser.add_argument("--width", type=int, metavar="W",
+                        help="hidden width of the witness (default: the minimal width)")
+    parser.add_argument("--out", required=True, type=Path, metavar="FILE",
+                        help="FILE.npz or FILE.safetensors (never replaced without --force)")
+    parser.add_argument("--dtype", choices=export.DTYPES, default="float64",
+                        help="float format of the arrays (default float64)")
+    parser.add_argument("--points", type=int, default=export.DEFAULT_POINTS, metavar="N",
+                        help=f"sample points of the float error figure (default "
+                             f"{export.DEFAULT_POINTS}; 0 = off)")
+    parser.add_argument("--force", action="store_true", help="replace an existing FILE")
+    parser.add_argument("--engine", choices=ENGINES, default="theory",
+                        help="as for deciding (default theory)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"time budget of the decision (default {DEFAULT_TIMEOUT:g}; 0 = none)")
+    return parser
+
+
+def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from . import export
+
+    try:
+        with budget.limit(args.timeout):
+            record = export.export(args.spec, args.name, args.out, args.width, args.dtype,
+                                   args.force, args.points, args.engine)
+    except export.ExportError as error:
+        print(f"absorb-prove export: error: {error}", file=stderr)
+        return error.code
+    except SpecError as error:
+        print(error.format(), file=stderr)
+        return EXIT_ERROR
+    except budget.ClaimTimeout:
+        print(f"absorb-prove export: error: no decision within {args.timeout:g} s "
+              "(--timeout)", file=stderr)
+        return EXIT_ERROR
+    print(f"{args.out}: {record['statement']} [{record['method']}]; {record['dtype']}, "
+          f"hidden width {record['width']}, arrays {record['arrays'].replace(',', ', ')}",
+          file=stdout)
+    print(f"  max rounding error {record['max_rounding_rel_error']} (relative, entrywise); "
+          f"sample of {record['sample_points']} points: max error "
+          f"{record['sample_max_abs_error']} (relative {record['sample_max_rel_error']})",
+          file=stdout)
+    print(f"  certificate sha256 {record['certificate_sha256']}", file=stdout)
+    print(f"# a spec beside {args.out.name} loads it back with:", file=stdout)
+    print(export.load_snippet(record, args.out.name), file=stdout)
+    return 0
 
 
 def entry() -> None:

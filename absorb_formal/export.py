@@ -1,0 +1,509 @@
+"""`absorb-prove export`: write the exact witness of an absorbable block as weight arrays.
+
+The witness is the plain block (skip none) that the decision proved equal to the residual
+block; its weights are exact rationals. Export rounds each entry to the asked float format
+(round to nearest, ties to even: the format's own rounding of the exact value, with no double
+rounding) and writes the arrays under the language's field names, so that a spec can
+`load(...)` them back:
+
+- depth 1: `up`, `down`, `gate` (gated activations), `up_bias`, `gate_bias`, `down_bias`
+  (1-D; only in a biased witness); depth L ≥ 2: `layer1.up`, …, `layerL.down_bias`
+  (LANGUAGE.md numbers layers from 1).
+- `.safetensors`: F64, F32 or BF16 tensors; the record below in `__metadata__` (a map of
+  strings). `.npz`: float64 or float32 arrays; the record as a JSON string in the 0-d array
+  `__absorb_formal__`. NumPy has no bfloat16, so `--dtype bfloat16` needs `.safetensors`.
+
+The record (all values strings): format, spec, spec_sha256, block, activation, depth, dim,
+width (the exported hidden width), claim_width, statement, method, certificate_sha256 (of the
+canonical bytes, `proofs.encode`, of the certificate object that `absorb-prove --certificates`
+stores for the claim `NAME is absorbable at width W`), dtype, arrays, max_rounding_rel_error
+(max over entries of |rounded − exact| / |exact|, exact), sample_points, sample_max_abs_error
+and sample_max_rel_error (the block's float64 evaluation against the exported arrays'
+float64 evaluation over seeded sample points, the relative figure measured against the size of
+the terms summed as in the witness cross-check; "n/a" with the reason in sample_note when the
+block has no float64 image).
+
+This module is numeric output, not a deciding path: the verdict and the witness come from
+`decide`; rounding happens only here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import proofs
+from .decide.concrete import MinWidth
+from .decide.decision import Decision
+from .decide.dispatch import _minimal, concrete_decision
+from .model import Block, Layer, Matrix
+from .numeric.backends import NumpyBackend
+from .numeric.crosscheck import compare
+from .numeric.floatblock import FloatBlock, OutOfRange, from_block
+
+FORMAT = "absorb_formal export 1"
+META_KEY = "__absorb_formal__"
+DTYPES = ("float64", "float32", "bfloat16")
+SUFFIXES = (".npz", ".safetensors")
+DEFAULT_POINTS = 10_000
+FIELDS = ("up", "gate", "down", "up_bias", "gate_bias", "down_bias")
+_SAFETENSORS = {"float64": "F64", "float32": "F32", "bfloat16": "BF16"}
+_FROM_SAFETENSORS = {"F64": "float64", "F32": "float32", "BF16": "bfloat16"}
+
+EXIT_OK, EXIT_NOT_ABSORBABLE, EXIT_ERROR = 0, 1, 2
+
+
+class ExportError(Exception):
+    """Export refused; `code` is the exit status (1: not absorbable, 2: any other error)."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.code = code
+
+
+# ---- exact values to floats, correctly rounded ------------------------------------------
+
+@dataclass
+class Rounded:
+    """One weight in the target format; `bits` holds bfloat16 as its uint16 bit patterns."""
+
+    values: np.ndarray  # float64 or float32, or uint16 bits for bfloat16
+    max_rel_error: float
+
+    def as_float64(self) -> np.ndarray:
+        if self.values.dtype == np.uint16:
+            return bf16_to_float32(self.values).astype(np.float64)
+        return self.values.astype(np.float64)
+
+
+def bf16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns as float32 (exact: bfloat16 is the top half of a float32)."""
+    return np.left_shift(bits.astype(np.uint32), 16).view(np.float32)
+
+
+def _odd64(nearest: np.ndarray, above: np.ndarray, inexact: np.ndarray) -> np.ndarray:
+    """Round-to-odd in float64 from the nearest float64 of each exact value: truncate towards
+    zero, then set the last bit where inexact. Rounding a round-to-odd value with p ≥ q + 2
+    bits to q bits gives the correctly rounded value of the exact one (no double rounding)."""
+    truncated = np.where(above, np.nextafter(nearest, 0.0), nearest)
+    bits = truncated.view(np.uint64) | inexact.astype(np.uint64)
+    return bits.view(np.float64)
+
+
+def _to_bfloat16(odd64: np.ndarray) -> np.ndarray:
+    """float64 (round-to-odd of the exact values) → bfloat16 bits, round to nearest even."""
+    with np.errstate(over="ignore"):
+        near32 = odd64.astype(np.float32)
+    if not np.isfinite(near32).all():
+        raise ExportError("a witness weight is beyond the bfloat16 range")
+    back = near32.astype(np.float64)
+    above = np.abs(back) > np.abs(odd64)
+    truncated = np.where(above, np.nextafter(near32, np.float32(0)), near32)
+    bits = truncated.view(np.uint32).astype(np.uint64) | (back != odd64).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    out = rounded.astype(np.uint16)
+    if ((out & 0x7F80) == 0x7F80).any():
+        raise ExportError("a witness weight is beyond the bfloat16 range")
+    return out
+
+
+def _finish(nearest: np.ndarray, odd: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "float64":
+        return nearest
+    if dtype == "float32":
+        with np.errstate(over="ignore"):
+            out = odd.astype(np.float32)
+        if not np.isfinite(out).all():
+            raise ExportError("a witness weight is beyond the float32 range")
+        return out
+    return _to_bfloat16(odd)
+
+
+def round_matrix(matrix: Matrix, dtype: str) -> Rounded:
+    """A witness matrix in `dtype`. A loaded array (float16/32/64 or small integers: exact in
+    float64) is rounded as an array, with no Fraction per entry; literal or computed rows go
+    through their exact values."""
+    array = matrix._array
+    if array is not None and _float64_exact(array):
+        exact = array.astype(np.float64)
+        rounded = _finish(exact, exact, dtype)
+        return Rounded(rounded, _array_rel_error(rounded, exact))
+    return round_values([v for row in matrix.rows for v in row], matrix.shape, dtype)
+
+
+def _float64_exact(array: np.ndarray) -> bool:
+    if array.dtype.kind == "f":
+        return array.dtype.itemsize <= 8
+    if array.dtype.kind in "iub":
+        return array.size == 0 or int(np.abs(array.astype(object)).max()) <= 2**53
+    return False
+
+
+def round_values(flat: Sequence[Fraction], shape: tuple[int, ...], dtype: str) -> Rounded:
+    """Exact rationals, in row-major order, rounded to `dtype` and shaped `shape`."""
+    try:
+        nearest = np.array([float(v) for v in flat], dtype=np.float64)
+    except OverflowError:
+        raise ExportError("a witness weight is beyond the float64 range") from None
+    if not np.isfinite(nearest).all():
+        raise ExportError("a witness weight is beyond the float64 range")
+    exact_of = [Fraction(x) for x in nearest.tolist()]
+    above = np.array([abs(x) > abs(v) for x, v in zip(exact_of, flat, strict=True)],
+                     dtype=np.bool_)
+    inexact = np.array([x != v for x, v in zip(exact_of, flat, strict=True)], dtype=np.bool_)
+    rounded = _finish(nearest, _odd64(nearest, above, inexact), dtype)
+    wide = Rounded(rounded, 0.0).as_float64()
+    worst = Fraction(0)
+    for index in np.flatnonzero(inexact | (wide != nearest)).tolist():
+        value = flat[index]
+        if value != 0:
+            worst = max(worst, abs(Fraction(wide[index]) - value) / abs(value))
+    return Rounded(rounded.reshape(shape), float(worst))
+
+
+def _array_rel_error(rounded: np.ndarray, exact: np.ndarray) -> float:
+    """max |rounded − exact| / |exact| over non-zero entries of an exact float64 array (the
+    difference of two floats this close is exact; the quotient is rounded once)."""
+    wide = Rounded(rounded, 0.0).as_float64()
+    changed = wide != exact
+    if not changed.any():
+        return 0.0
+    return float((np.abs(wide[changed] - exact[changed]) / np.abs(exact[changed])).max())
+
+
+# ---- the witness --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Witness:
+    block: Block
+    claim_width: int
+    decision: Decision
+    layers: tuple[Layer, ...]
+
+
+def find_witness(block: Block, width: int | None, engine: str = "theory") -> Witness:
+    """The decision's witness at `width`, or at the block's minimal width when None."""
+    if block.layers is None:
+        raise ExportError(f"block {block.name} is a family (no weights): nothing to export")
+    if width is None:
+        found: MinWidth = _minimal(block, engine)[0]
+        if not found.found:
+            raise ExportError(f"the minimal width of {block.name} is unknown: {found.reason}; "
+                              "give --width")
+        if found.value is None:
+            raise ExportError(f"block {block.name} is not absorbable at any width "
+                              f"[{found.method}]", EXIT_NOT_ABSORBABLE)
+        width = found.value
+    if width < 1:
+        raise ExportError("--width must be at least 1")
+    decision, clash = concrete_decision(block, width, engine)
+    if clash:
+        raise ExportError(clash)
+    if decision.absorbable is None:
+        raise ExportError(f"whether {block.name} is absorbable at width {width} is unknown: "
+                          f"{decision.reason}")
+    if decision.absorbable is False:
+        raise ExportError(f"block {block.name} is not absorbable at width {width} "
+                          f"[{decision.method}]", EXIT_NOT_ABSORBABLE)
+    if decision.witness is None:
+        raise ExportError(f"block {block.name} is absorbable at width {width} "
+                          f"[{decision.method}], but the decision holds no rational witness "
+                          "to export (an algebraic witness, or a large block proved "
+                          "absorbable without one)")
+    return Witness(block, width, decision, decision.witness)
+
+
+def array_names(depth: int) -> Iterator[tuple[int, str, str]]:
+    """(layer index, field, array name) in writing order."""
+    for index in range(depth):
+        prefix = f"layer{index + 1}." if depth > 1 else ""
+        for name in FIELDS:
+            yield index, name, prefix + name
+
+
+def rounded_arrays(layers: Sequence[Layer], dtype: str) -> dict[str, Rounded]:
+    out: dict[str, Rounded] = {}
+    for index, name, key in array_names(len(layers)):
+        value = getattr(layers[index], name)
+        if value is None:
+            continue
+        if isinstance(value, Matrix):
+            out[key] = round_matrix(value, dtype)
+        else:
+            out[key] = round_values(list(value), (len(value),), dtype)
+    return out
+
+
+def layer_arrays(arrays: dict[str, np.ndarray], depth: int) -> list[dict[str, np.ndarray]]:
+    """Per layer {field: array} from arrays named as `array_names` names them."""
+    layers: list[dict[str, np.ndarray]] = [{} for _ in range(depth)]
+    for index, name, key in array_names(depth):
+        if key in arrays:
+            layers[index][name] = arrays[key]
+    return layers
+
+
+def sample_error(block: Block, arrays: dict[str, np.ndarray], points: int
+                 ) -> dict[str, str]:
+    """The block in float64 against the exported plain block in float64 at `points` seeded
+    points (Gaussian at several scales, and on and near kinks)."""
+    if points <= 0:
+        return {"sample_points": "0", "sample_max_abs_error": "n/a",
+                "sample_max_rel_error": "n/a", "sample_note": "not measured (--points 0)"}
+    try:
+        reference = from_block(block)
+    except OutOfRange as error:
+        return {"sample_points": "0", "sample_max_abs_error": "n/a",
+                "sample_max_rel_error": "n/a", "sample_note": f"not measured: {error}"}
+    exported = FloatBlock(block.activation.scalar, block.activation.gated, block.dim, 0.0,
+                          None, tuple({k: np.asarray(v, dtype=np.float64) for k, v in layer.items()}
+                                 for layer in layer_arrays(arrays, block.depth)))
+    found = compare(reference, exported, points, NumpyBackend())
+    return {"sample_points": str(points), "sample_max_abs_error": f"{found.max_abs_error:.6g}",
+            "sample_max_rel_error": f"{found.max_rel_error:.6g}"}
+
+
+def certificate_sha256(decision: Decision) -> str:
+    return hashlib.sha256(proofs.encode(decision.certificate or {})).hexdigest()
+
+
+# ---- files ------------------------------------------------------------------------------
+
+def check_out(out: Path, dtype: str, force: bool) -> str:
+    """The output format ("npz" or "safetensors"), or ExportError before any work is done."""
+    if dtype not in DTYPES:
+        raise ExportError(f"unknown --dtype {dtype!r} (known: {', '.join(DTYPES)})")
+    suffix = out.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ExportError(f"{out}: the output must end in .npz or .safetensors")
+    if suffix == ".npz" and dtype == "bfloat16":
+        raise ExportError(f"{out}: NumPy has no bfloat16 type; write bfloat16 to a "
+                          ".safetensors file")
+    if out.is_dir():
+        raise ExportError(f"{out}: is a folder")
+    if out.exists() and not force:
+        raise ExportError(f"{out}: already exists; not overwritten (use --force to replace it)")
+    if not out.parent.is_dir():
+        raise ExportError(f"{out}: no such folder {str(out.parent)!r}")
+    return suffix[1:]
+
+
+def write_arrays(out: Path, arrays: dict[str, np.ndarray], metadata: dict[str, str],
+                 force: bool) -> None:
+    """Write atomically; without `force`, never replace a file (even one made meanwhile).
+    uint16 arrays are bfloat16 bit patterns (safetensors only)."""
+    handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            if out.suffix.lower() == ".npz":
+                members: dict[str, Any] = {**arrays, META_KEY: np.array(json.dumps(metadata))}
+                np.savez(stream, **members)
+            else:
+                _write_safetensors(stream, arrays, metadata)
+        os.chmod(temporary, 0o666 & ~proofs._UMASK)
+        if force:
+            os.replace(temporary, out)
+        else:
+            try:
+                os.link(temporary, out)  # fails if the name exists: no silent overwrite
+            except FileExistsError:
+                raise ExportError(f"{out}: already exists; not overwritten (use --force to "
+                                  "replace it)") from None
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def _write_safetensors(stream: Any, arrays: dict[str, np.ndarray],
+                       metadata: dict[str, str]) -> None:
+    header: dict[str, Any] = {"__metadata__": metadata}
+    offset = 0
+    for key, array in arrays.items():
+        code = "BF16" if array.dtype == np.uint16 else {8: "F64", 4: "F32"}[array.dtype.itemsize]
+        header[key] = {"dtype": code, "shape": list(array.shape),
+                       "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the data section starts 8-aligned
+    stream.write(len(raw).to_bytes(8, "little"))
+    stream.write(raw)
+    for array in arrays.values():
+        stream.write(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).data)
+
+
+def read_export(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The arrays (bfloat16 widened exactly to float32) and the record of an exported file."""
+    from .language.arrays import ArrayError, load_matrix
+
+    path = Path(path)
+    try:
+        metadata = _record(path)
+        arrays = {}
+        for name in metadata["arrays"].split(","):
+            vector = name.rsplit(".", 1)[-1].endswith("_bias")
+            arrays[name] = load_matrix(path, name, vector=vector)
+    except ArrayError as error:
+        raise ExportError(str(error)) from None
+    return arrays, metadata
+
+
+def _record(path: Path) -> dict[str, str]:
+    """The export record stored in the file; ExportError when there is none."""
+    if not path.is_file():
+        raise ExportError(f"{path}: no such file")
+    try:
+        if path.suffix.lower() == ".npz":
+            with open(path, "rb") as stream, np.load(stream, allow_pickle=False) as archive:
+                record = json.loads(str(archive[META_KEY])) if META_KEY in archive.files \
+                    else None
+        else:
+            with open(path, "rb") as stream:
+                size = int.from_bytes(stream.read(8), "little")
+                record = json.loads(stream.read(size)).get("__metadata__")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ExportError(f"{path}: cannot read the export record: {error}") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise ExportError(f"{path}: not written by `absorb-prove export` (no {FORMAT!r} record)")
+    return record
+
+
+# ---- the whole command ------------------------------------------------------------------
+
+def export(spec_file: Path | str, name: str, out: Path | str, width: int | None = None,
+           dtype: str = "float64", force: bool = False, points: int = DEFAULT_POINTS,
+           engine: str = "theory") -> dict[str, str]:
+    """Decide block `name` of the spec and write its witness to `out`; return the record.
+    Raises ExportError (with its exit code) and SpecError (spec errors)."""
+    from .language import load_file
+
+    spec_file, out = Path(spec_file), Path(out)
+    check_out(out, dtype, force)
+    spec = load_file(spec_file)
+    if name not in spec.blocks:
+        known = ", ".join(sorted(spec.blocks)) or "none"
+        raise ExportError(f"{spec_file}: no block named {name!r} (blocks: {known})")
+    found = find_witness(spec.blocks[name], width, engine)
+    return write_witness(found, out, dtype, force, points, {
+        "spec": str(spec_file), "spec_sha256": proofs.sha256_file(spec_file)})
+
+
+def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int,
+                  source: dict[str, str]) -> dict[str, str]:
+    block = found.block
+    rounded = rounded_arrays(found.layers, dtype)
+    arrays = {key: r.values for key, r in rounded.items()}
+    record = {
+        "format": FORMAT, **source, "block": block.name, "activation": block.activation.name,
+        "depth": str(block.depth), "dim": str(block.dim), "width": str(found.layers[0].up.shape[0]),
+        "claim_width": str(found.claim_width),
+        "statement": f"{block.name} is absorbable at width {found.claim_width}",
+        "method": found.decision.method,
+        "certificate_sha256": certificate_sha256(found.decision),
+        "dtype": dtype, "arrays": ",".join(arrays),
+        "max_rounding_rel_error": f"{max(r.max_rel_error for r in rounded.values()):.6g}",
+        **sample_error(block, {k: r.as_float64() for k, r in rounded.items()}, points),
+    }
+    write_arrays(out, arrays, record, force)
+    return record
+
+
+def load_snippet(record: dict[str, str], shown: str, name: str | None = None) -> str:
+    """A `.mlp` block that loads the exported file back (path as `shown`)."""
+    name = name or f"{record['block']}_plain"
+    depth = int(record["depth"])
+    lines = [f"block {name} {{", f"    activation {record['activation']}",
+             f"    dim {record['dim']}  width {record['width']}" +
+             (f"  depth {depth}" if depth > 1 else "") + "  skip none"]
+    names = record["arrays"].split(",")
+    for layer in range(depth):
+        prefix = f"layer{layer + 1}." if depth > 1 else ""
+        fields = [f'{f} = load("{shown}", "{prefix}{f}")' for f in FIELDS if prefix + f in names]
+        if depth > 1:
+            lines.append(f"    layer {layer + 1} {{ " + "  ".join(fields) + " }")
+        else:
+            lines += [f"    {f}" for f in fields]
+    return "\n".join(lines + ["}"])
+
+
+# ---- torch ------------------------------------------------------------------------------
+
+_TORCH_ACTIVATIONS = {"relu": "relu", "leaky_relu": "leaky_relu", "gelu": "gelu",
+                      "gelu_tanh": "gelu_tanh", "silu": "silu", "tanh": "tanh",
+                      "sigmoid": "sigmoid", "identity": "identity"}
+
+
+def _torch_activation(record: dict[str, str]) -> Any:
+    import torch.nn as nn
+
+    from .language import SpecError, load_text
+
+    try:
+        spec = load_text(f"block A {{ activation {record['activation']}  dim 1  width 1 }}",
+                         "<export record>", Path("."))
+    except SpecError:
+        raise ExportError(f"unknown activation {record['activation']!r} in the record") from None
+    scalar = spec.blocks["A"].activation.scalar
+    if scalar.kind not in _TORCH_ACTIVATIONS:
+        raise ExportError(f"torch has no module for {record['activation']!r}")
+    return spec.blocks["A"].activation.gated, {
+        "relu": lambda: nn.ReLU(), "gelu": lambda: nn.GELU(),
+        "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": lambda: nn.SiLU(),
+        "tanh": lambda: nn.Tanh(), "sigmoid": lambda: nn.Sigmoid(),
+        "identity": lambda: nn.Identity(),
+        "leaky_relu": lambda: nn.LeakyReLU(float(scalar.param or 0)),
+    }[scalar.kind]
+
+
+def to_torch(path: Path | str, dtype: Any = None) -> Any:
+    """An `nn.Module` computing the exported plain block: per layer Linear (up, and gate when
+    gated) → activation → Linear (down), biases where exported; a stack is an
+    `nn.Sequential` of layers. Parameters are in the file's dtype unless `dtype` is given.
+    torch is imported here only (pip install torch)."""
+    try:
+        import torch
+        import torch.nn as nn
+    except ImportError:
+        raise ExportError("to_torch needs torch (pip install torch)") from None
+    arrays, record = read_export(path)
+    gated, make = _torch_activation(record)
+    depth, dim = int(record["depth"]), int(record["dim"])
+    if dtype is None:
+        dtype = {"float64": torch.float64, "float32": torch.float32,
+                 "bfloat16": torch.bfloat16}[record["dtype"]]
+
+    class PlainLayer(nn.Module):
+        """x ↦ down σ(up x + b) + c, or down (σ(gate x + g) ⊙ (up x + b)) + c."""
+
+        def __init__(self, weights: dict[str, np.ndarray]):
+            super().__init__()
+            width = weights["up"].shape[0]
+            self.up = _linear(dim, width, weights["up"], weights.get("up_bias"))
+            self.gate = (_linear(dim, width, weights["gate"], weights.get("gate_bias"))
+                         if gated else None)
+            self.act = make()
+            self.down = _linear(width, dim, weights["down"], weights.get("down_bias"))
+
+        def forward(self, x: Any) -> Any:
+            if self.gate is None:
+                return self.down(self.act(self.up(x)))
+            return self.down(self.act(self.gate(x)) * self.up(x))
+
+    def _linear(fan_in: int, fan_out: int, weight: np.ndarray, bias: np.ndarray | None) -> Any:
+        layer = nn.Linear(fan_in, fan_out, bias=bias is not None, dtype=dtype)
+        with torch.no_grad():
+            layer.weight.copy_(torch.from_numpy(np.array(weight)).to(dtype))
+            if bias is not None:
+                layer.bias.copy_(torch.from_numpy(np.array(bias)).to(dtype))
+        return layer
+
+    layers = [PlainLayer(weights) for weights in layer_arrays(arrays, depth)]
+    return layers[0] if depth == 1 else nn.Sequential(*layers)
+
