@@ -33,11 +33,11 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -298,23 +298,29 @@ def check_out(out: Path, dtype: str, force: bool) -> str:
 
 
 def write_arrays(out: Path, arrays: dict[str, np.ndarray], metadata: dict[str, str],
-                 force: bool) -> None:
-    """Write atomically; without `force`, never replace a file (even one made meanwhile).
-    uint16 arrays are bfloat16 bit patterns (safetensors only)."""
+                 force: bool = False) -> None:
+    """Write `.npz` or `.safetensors`; uint16 arrays are bfloat16 bit patterns (safetensors
+    only). Atomic; without `force`, never replaces a file (even one made meanwhile)."""
+    if out.suffix.lower() == ".npz":
+        members: dict[str, Any] = {**arrays, META_KEY: np.array(json.dumps(metadata))}
+        write_new(out, lambda stream: np.savez(stream, **members), force)
+    else:
+        write_new(out, lambda stream: _write_safetensors(stream, arrays, metadata), force)
+
+
+def write_new(out: Path, fill: Callable[[BinaryIO], object], force: bool = False) -> None:
+    """Write a file through a temporary beside it. Without `force`, the last step is a hard
+    link, which fails when the name exists: nothing a user has is ever overwritten."""
     handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
-            if out.suffix.lower() == ".npz":
-                members: dict[str, Any] = {**arrays, META_KEY: np.array(json.dumps(metadata))}
-                np.savez(stream, **members)
-            else:
-                _write_safetensors(stream, arrays, metadata)
+            fill(stream)
         os.chmod(temporary, 0o666 & ~proofs._UMASK)
         if force:
             os.replace(temporary, out)
         else:
             try:
-                os.link(temporary, out)  # fails if the name exists: no silent overwrite
+                os.link(temporary, out)
             except FileExistsError:
                 raise ExportError(f"{out}: already exists; not overwritten (use --force to "
                                   "replace it)") from None
@@ -322,13 +328,18 @@ def write_arrays(out: Path, arrays: dict[str, np.ndarray], metadata: dict[str, s
         Path(temporary).unlink(missing_ok=True)
 
 
-def _write_safetensors(stream: Any, arrays: dict[str, np.ndarray],
+_CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "uint16": "BF16",
+          "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8"}
+
+
+def _write_safetensors(stream: BinaryIO, arrays: dict[str, np.ndarray],
                        metadata: dict[str, str]) -> None:
     header: dict[str, Any] = {"__metadata__": metadata}
     offset = 0
     for key, array in arrays.items():
-        code = "BF16" if array.dtype == np.uint16 else {8: "F64", 4: "F32"}[array.dtype.itemsize]
-        header[key] = {"dtype": code, "shape": list(array.shape),
+        if array.dtype.name not in _CODES:
+            raise ExportError(f"array {key!r}: dtype {array.dtype} has no safetensors code here")
+        header[key] = {"dtype": _CODES[array.dtype.name], "shape": list(array.shape),
                        "data_offsets": [offset, offset + array.nbytes]}
         offset += array.nbytes
     raw = json.dumps(header, separators=(",", ":")).encode()
