@@ -111,8 +111,10 @@ export:
   the canonical bytes --certificates writes), width, dtype, max_rounding_rel_error
   (largest |rounded - exact| / |exact| over the entries) and sample_max_abs_error /
   sample_max_rel_error (the block against the exported arrays, both in float64, over N
-  sample points, --points, default 10000). stdout: a summary and a .mlp block that loads
-  the file back. An existing FILE is never replaced without --force.
+  seeded sample points, --points: default 10000, fewer (at least 100) when N x weights
+  would pass 2e9; the relative figure is against the size of the terms summed, as in the
+  cross-check). stdout: a summary and a .mlp block that loads the file back. An existing
+  FILE is never replaced without --force.
   Exit 0 written; 1 the block is not absorbable at W (or at any width); 2 an error (no
   such block, a family, undecided, bad --out or --dtype, FILE exists, spec error).
 """
@@ -387,9 +389,10 @@ def build_export_parser() -> argparse.ArgumentParser:
                         help="FILE.npz or FILE.safetensors (never replaced without --force)")
     parser.add_argument("--dtype", choices=export.DTYPES, default="float64",
                         help="float format of the arrays (default float64)")
-    parser.add_argument("--points", type=int, default=export.DEFAULT_POINTS, metavar="N",
+    parser.add_argument("--points", type=int, metavar="N",
                         help=f"sample points of the float error figure (default "
-                             f"{export.DEFAULT_POINTS}; 0 = off)")
+                             f"{export.DEFAULT_POINTS}, fewer for blocks of over "
+                             f"{export.SAMPLE_WORK // export.DEFAULT_POINTS} weights; 0 = off)")
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
                         help="as for deciding (default theory)")

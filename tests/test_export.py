@@ -50,6 +50,14 @@ block Sw {
     down = [[1, 0], [0, 1]]
 }
 block F { activation relu  dim 2  width 3 }
+block P {
+    activation glu
+    dim 2  width 3
+    skip [[-3, -2], [-1, -1]]
+    gate = [[1, 2], [-1, 1], [3, 1]]
+    up   = [[1, 0], [0, 1], [1, 1]]
+    down = [[1, 0, 2], [0, 1, 1]]
+}
 """
 
 
@@ -260,6 +268,14 @@ def test_help_documents_export(cli):
     assert "absorb-prove export SPEC NAME" in cli("--help").out
 
 
+def test_default_sample_shrinks_for_large_blocks():
+    small = {"up": np.zeros((3, 2)), "down": np.zeros((2, 3))}
+    large = {"up": np.zeros((3072, 768)), "down": np.zeros((768, 3072))}
+    assert export.default_points(small) == export.DEFAULT_POINTS
+    assert 100 <= export.default_points(large) < export.DEFAULT_POINTS
+    assert export.default_points(large) * 2 * 3072 * 768 <= export.SAMPLE_WORK
+
+
 def test_read_export_refuses_other_files(tmp_path):
     np.savez(tmp_path / "plain.npz", up=np.eye(2))
     with pytest.raises(ExportError, match="not written by"):
@@ -270,6 +286,7 @@ def test_read_export_refuses_other_files(tmp_path):
 @pytest.mark.parametrize(("name", "out", "extra"), [
     ("G", "g.safetensors", ()), ("S", "s.npz", ("--width", "3")),
     ("R7", "r7.safetensors", ("--dtype", "bfloat16")),
+    ("P", "p.npz", ("--dtype", "float32", "--width", "3")),
 ])
 def test_to_torch_matches_numpy(cli, spec, tmp_path, name, out, extra):
     torch_ = pytest.importorskip("torch")
