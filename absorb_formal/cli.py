@@ -108,7 +108,8 @@ export:
   in --dtype (default float64; bfloat16 needs .safetensors). The file records (safetensors
   __metadata__, or the JSON string array __absorb_formal__ of a .npz): spec_sha256,
   certificate_sha256 (of the certificate object of `NAME is absorbable at width W`, in
-  the canonical bytes --certificates writes), width, dtype, max_rounding_rel_error
+  the canonical bytes --certificates writes), width (W: a narrower witness is padded
+  with zero neurons), dtype, max_rounding_rel_error
   (largest |rounded - exact| / |exact| over the entries) and sample_max_abs_error /
   sample_max_rel_error (the block against the exported arrays, both in float64, over N
   seeded sample points, --points: default 10000, fewer (at least 100) when N x weights
@@ -418,6 +419,9 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"absorb-prove export: error: no decision within {args.timeout:g} s "
               "(--timeout)", file=stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted; nothing written", file=stderr)
+        return EXIT_INTERRUPTED
     print(f"{args.out}: {record['statement']} [{record['method']}]; {record['dtype']}, "
           f"hidden width {record['width']}, arrays {record['arrays'].replace(',', ', ')}",
           file=stdout)

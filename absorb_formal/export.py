@@ -244,6 +244,21 @@ def rounded_arrays(layers: Sequence[Layer], dtype: str) -> dict[str, Rounded]:
     return out
 
 
+def padded(rounded: dict[str, Rounded], width: int) -> dict[str, Rounded]:
+    """Zero neurons appended up to `width` (a decision may prove a narrower witness; a zero
+    neuron, with a zero column of down, adds exactly 0 to every output)."""
+    out = {}
+    for key, item in rounded.items():
+        field = key.rsplit(".", 1)[-1]
+        values = item.values
+        if field == "down":
+            values = np.pad(values, ((0, 0), (0, width - values.shape[1])))
+        elif field != "down_bias":
+            values = np.pad(values, ((0, width - values.shape[0]),) + ((0, 0),) * (values.ndim - 1))
+        out[key] = Rounded(values, item.max_rel_error)
+    return out
+
+
 def layer_arrays(arrays: dict[str, np.ndarray], depth: int) -> list[dict[str, np.ndarray]]:
     """Per layer {field: array} from arrays named as `array_names` names them."""
     layers: list[dict[str, np.ndarray]] = [{} for _ in range(depth)]
@@ -418,11 +433,11 @@ def export(spec_file: Path | str, name: str, out: Path | str, width: int | None 
 def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int | None,
                   source: dict[str, str]) -> dict[str, str]:
     block = found.block
-    rounded = rounded_arrays(found.layers, dtype)
+    rounded = padded(rounded_arrays(found.layers, dtype), found.claim_width)
     arrays = {key: r.values for key, r in rounded.items()}
     record = {
         "format": FORMAT, **source, "block": block.name, "activation": block.activation.name,
-        "depth": str(block.depth), "dim": str(block.dim), "width": str(found.layers[0].up.shape[0]),
+        "depth": str(block.depth), "dim": str(block.dim), "width": str(found.claim_width),
         "claim_width": str(found.claim_width),
         "statement": f"{block.name} is absorbable at width {found.claim_width}",
         "method": found.decision.method,

@@ -317,3 +317,15 @@ def test_to_torch_refuses_activations_without_a_module(tmp_path):
     assert export.export(spec, "A", tmp_path / "a.npz", points=0)["activation"] == "abs"
     with pytest.raises(ExportError, match="torch has no module"):
         export.to_torch(tmp_path / "a.npz")
+
+
+def test_a_narrower_witness_is_padded_to_the_width_asked(cli, spec, tmp_path):
+    found = export.find_witness(load_file(spec).blocks["R"], 4)
+    assert found.layers[0].up.shape[0] == 3  # the decision keeps 3 neurons
+    run = exported(cli, spec, "R", "r4.npz", "--width", "4")
+    arrays, record = read_export(tmp_path / "r4.npz")
+    assert record["width"] == "4" and arrays["up"].shape == (4, 2)
+    assert arrays["down"].shape == (2, 4) and not arrays["down"][:, 3:].any()
+    result = back(cli, spec, run.out[run.out.index("block R_plain"):] +
+                  "\nclaim R equals R_plain\n")
+    assert result.code == 0, result.out + result.err
