@@ -156,8 +156,9 @@ def _bits(array: np.ndarray) -> np.ndarray:
 
 
 def _array(value: Any, name: str, ndim: int) -> np.ndarray:
-    """A real array kept exact: float16 widened to float32, integers as int64, finite."""
-    array = np.asarray(value)
+    """A real array kept exact: float16 widened to float32, integers as int64, finite.
+    A torch tensor is read through `tensor_array` (bfloat16 widened exactly)."""
+    array = tensor_array(value, name)[0] if hasattr(value, "detach") else np.asarray(value)
     if array.dtype.kind == "b" or array.dtype.kind not in "fiu":
         raise BuildError(f"{name}: dtype {array.dtype} is not a real number format")
     if array.dtype.kind in "iu":
@@ -182,7 +183,8 @@ def from_arrays(activation: str, up: Any, down: Any, *, gate: Any = None, up_bia
     """A depth-1 block `S x + down σ(up x + up_bias) + down_bias` (gated: `down (σ(gate x +
     gate_bias) ⊙ (up x + up_bias)) + down_bias`) from arrays: up m×d, down d×m, gate m×d,
     biases 1-D. skip: "identity", "none" or None, a number c (S = c·I), or a d×d array.
-    Every value is read exactly (a float is the dyadic it denotes)."""
+    Arrays are numpy arrays (or torch tensors); every value is read exactly (a float is the
+    dyadic it denotes); bfloat16 tensors are marked to be saved as BF16 again."""
     given = {"up": up, "down": down, "gate": gate, "up_bias": up_bias,
              "gate_bias": gate_bias, "down_bias": down_bias}
     arrays = {key: _array(value, key, 1 if key in BIASES else 2)
@@ -202,7 +204,10 @@ def from_arrays(activation: str, up: Any, down: Any, *, gate: Any = None, up_bia
         raise BuildError("gate_bias on an ungated activation")
     if m < 1 or d < 1:
         raise BuildError("up must have at least one row and one column")
-    return BlockSpec(activation, arrays, _skip(skip, d), name)
+    bfloat16 = frozenset(key for key, value in given.items()
+                         if value is not None and hasattr(value, "detach")
+                         and str(value.dtype) == "torch.bfloat16")
+    return BlockSpec(activation, arrays, _skip(skip, d), name, bfloat16)
 
 
 def _skip(skip: Any, d: int) -> str | Fraction | np.ndarray:
@@ -302,7 +307,7 @@ def from_torch(module: Any, skip: Any = "identity", name: str = "B") -> BlockSpe
     and Identity entries skipped). The residual's skip is `skip` (the module has none)."""
     parts: dict[str, Any]
     if all(hasattr(module, a) for a in ("gate_proj", "up_proj", "down_proj")):
-        scalar = activation_of(getattr(module, "act_fn", None) or _missing("act_fn"))
+        scalar = activation_of(_part(module, "act_fn"))
         if scalar not in _GATED:
             raise BuildError(f"a gated MLP with {scalar}: no gated activation in the language")
         parts = {"up": _linear(module.up_proj, "up_proj"),
@@ -310,7 +315,7 @@ def from_torch(module: Any, skip: Any = "identity", name: str = "B") -> BlockSpe
                  "down": _linear(module.down_proj, "down_proj")}
         act = _GATED[scalar]
     elif hasattr(module, "c_fc") and hasattr(module, "c_proj"):
-        act = activation_of(getattr(module, "act", None) or _missing("act"))
+        act = activation_of(_part(module, "act"))
         parts = {"up": _linear(module.c_fc, "c_fc", True),
                  "down": _linear(module.c_proj, "c_proj", True)}
     elif hasattr(module, "fc1") and hasattr(module, "fc2"):
@@ -318,7 +323,7 @@ def from_torch(module: Any, skip: Any = "identity", name: str = "B") -> BlockSpe
         if norm is not None and type(norm).__name__ != "Identity":
             raise BuildError(f"fc1/fc2 with a {type(norm).__name__} between them: not a plain "
                              "MLP block")
-        act = activation_of(getattr(module, "act", None) or _missing("act"))
+        act = activation_of(_part(module, "act"))
         parts = {"up": _linear(module.fc1, "fc1"), "down": _linear(module.fc2, "fc2")}
     else:
         steps = [m for m in _children(module)
@@ -329,17 +334,10 @@ def from_torch(module: Any, skip: Any = "identity", name: str = "B") -> BlockSpe
                              "activation, Linear)")
         act = activation_of(steps[1])
         parts = {"up": _linear(steps[0], "0"), "down": _linear(steps[2], "2")}
-    arrays: dict[str, Any] = {}
-    bfloat16 = set()
-    for key, (weight, bias) in parts.items():
-        for field_name, tensor in ((key, weight), (f"{key}_bias", bias)):
-            if tensor is None:
-                continue
-            arrays[field_name], was_bf16 = tensor_array(tensor, field_name)
-            if was_bf16:
-                bfloat16.add(field_name)
-    built = from_arrays(act, **arrays, skip=skip, name=name)
-    return BlockSpec(built.activation, built.arrays, built.skip, name, frozenset(bfloat16))
+    tensors = {field_name: tensor for key, (weight, bias) in parts.items()
+               for field_name, tensor in ((key, weight), (f"{key}_bias", bias))
+               if tensor is not None}
+    return from_arrays(act, **tensors, skip=skip, name=name)
 
 
 def _children(module: Any) -> list[Any]:
@@ -349,5 +347,8 @@ def _children(module: Any) -> list[Any]:
     return list(children())
 
 
-def _missing(attribute: str) -> Any:
-    raise BuildError(f"the module has no {attribute!r} activation")
+def _part(module: Any, attribute: str) -> Any:
+    found = getattr(module, attribute, None)
+    if found is None:
+        raise BuildError(f"the module has no {attribute!r} activation")
+    return found

@@ -470,31 +470,25 @@ def load_snippet(record: dict[str, str], shown: str, name: str | None = None) ->
 
 # ---- torch ------------------------------------------------------------------------------
 
-_TORCH_ACTIVATIONS = {"relu": "relu", "leaky_relu": "leaky_relu", "gelu": "gelu",
-                      "gelu_tanh": "gelu_tanh", "silu": "silu", "tanh": "tanh",
-                      "sigmoid": "sigmoid", "identity": "identity"}
-
-
-def _torch_activation(record: dict[str, str]) -> Any:
+def _torch_activation(record: dict[str, str]) -> tuple[bool, Callable[[], Any]]:
+    """(gated, a maker of the torch module of σ); ExportError for a σ torch lacks."""
     import torch.nn as nn
 
-    from .language import SpecError, load_text
+    from .build import BuildError, activation_named
 
     try:
-        spec = load_text(f"block A {{ activation {record['activation']}  dim 1  width 1 }}",
-                         "<export record>", Path("."))
-    except SpecError:
-        raise ExportError(f"unknown activation {record['activation']!r} in the record") from None
-    scalar = spec.blocks["A"].activation.scalar
-    if scalar.kind not in _TORCH_ACTIVATIONS:
-        raise ExportError(f"torch has no module for {record['activation']!r}")
-    return spec.blocks["A"].activation.gated, {
-        "relu": lambda: nn.ReLU(), "gelu": lambda: nn.GELU(),
-        "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": lambda: nn.SiLU(),
-        "tanh": lambda: nn.Tanh(), "sigmoid": lambda: nn.Sigmoid(),
-        "identity": lambda: nn.Identity(),
+        activation = activation_named(record["activation"])
+    except BuildError as error:
+        raise ExportError(f"the record's {error}") from None
+    scalar = activation.scalar
+    makers: dict[str, Callable[[], Any]] = {
+        "relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
+        "silu": nn.SiLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "identity": nn.Identity,
         "leaky_relu": lambda: nn.LeakyReLU(float(scalar.param or 0)),
-    }[scalar.kind]
+    }
+    if scalar.kind not in makers:
+        raise ExportError(f"torch has no module for {record['activation']!r}")
+    return activation.gated, makers[scalar.kind]
 
 
 def to_torch(path: Path | str, dtype: Any = None) -> Any:

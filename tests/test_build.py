@@ -120,6 +120,10 @@ def test_llama_style_bfloat16_is_exact_and_swiglu(tmp_path):
                           module.gate_proj.weight.detach().float().numpy())
     result = build.decide(spec)
     assert result.outcome == "refuted" and "never" in result.verdict
+    direct = build.from_arrays("swiglu", module.up_proj.weight, module.down_proj.weight,
+                               gate=module.gate_proj.weight)  # tensors, requires_grad too
+    assert direct.bfloat16 == spec.bfloat16
+    assert np.array_equal(direct.arrays["down"], spec.arrays["down"])
     written = spec.save(tmp_path, "llama")
     with open(tmp_path / "llama.safetensors", "rb") as stream:
         size = int.from_bytes(stream.read(8), "little")

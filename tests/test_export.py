@@ -213,6 +213,17 @@ def test_rounding_is_to_nearest_with_ties_to_even(value, dtype):
         assert rounded == ties[value]
 
 
+@pytest.mark.parametrize(("value", "want"), [
+    (257.0, 256.0), (259.0, 260.0), (1 + 2.0**-8, 1.0), (1 + 2.0**-8 + 2.0**-40, 1 + 2.0**-7),
+    (-(1 + 3 * 2.0**-8), -(1 + 2.0**-6)), (2.0**-130, 2.0**-130), (2.0**-140, 0.0),
+    (0.1, 0.10009765625),
+])
+def test_arrays_round_to_bfloat16_to_nearest_even(value, want):
+    rounded = export.round_matrix(Matrix(array=np.array([[value]])), "bfloat16")
+    assert rounded.values.dtype == np.uint16
+    assert rounded.as_float64()[0, 0] == want
+
+
 def test_loaded_arrays_are_rounded_without_fractions():
     matrix = Matrix(array=np.array([[0.1, 1.0 + 2.0**-30], [3.0, -2.5]], dtype=np.float64))
     rounded = export.round_matrix(matrix, "float32")
