@@ -57,8 +57,6 @@ SUFFIXES = (".npz", ".safetensors")
 DEFAULT_POINTS = 10_000
 SAMPLE_WORK = 2_000_000_000  # points × weights of the default sample (about 2 s on one core)
 FIELDS = ("up", "gate", "down", "up_bias", "gate_bias", "down_bias")
-_SAFETENSORS = {"float64": "F64", "float32": "F32", "bfloat16": "BF16"}
-_FROM_SAFETENSORS = {"F64": "float64", "F32": "float32", "BF16": "bfloat16"}
 
 EXIT_OK, EXIT_NOT_ABSORBABLE, EXIT_ERROR = 0, 1, 2
 
@@ -75,7 +73,8 @@ class ExportError(Exception):
 
 @dataclass
 class Rounded:
-    """One weight in the target format; `bits` holds bfloat16 as its uint16 bit patterns."""
+    """One weight in the target format (bfloat16 as its uint16 bit patterns), and the largest
+    |rounded − exact| / |exact| over its entries."""
 
     values: np.ndarray  # float64 or float32, or uint16 bits for bfloat16
     max_rel_error: float
