@@ -164,6 +164,12 @@ HINTS = [
      "block 'A' opened at 2:3 is not closed: expected '}' before 'block'"),
     ("block left open at end of file", "block R {\n activation relu", 2, 17,
      "unexpected end of file: block 'R' opened at 1:1 is not closed (a '}' is missing)"),
+    ("end of file inside a matrix: the ']' is missing, not the block's '}'",
+     "block R { activation relu dim 1 width 1\n up = [[1]", 2, 11,
+     "unexpected end of file; expected ',' or ']'"),
+    ("expectation typo", "block R { activation relu dim 2 width 2 }\n"
+     "claim R is never absorbable  # expect: refute", 2, 40,
+     "unknown outcome 'refute' after '# expect:': did you mean 'refuted'? (known: "),
     ("layer left open", "block R { activation relu dim 1 width 1 depth 2\n"
      " layer 1 { up = [[1]] down = [[1]]\n layer 2 { up = [[1]] down = [[1]] } }", 3, 2,
      "layer 1 of block 'R' opened at 2:2 is not closed: expected '}' before 'layer'"),

@@ -256,7 +256,9 @@ def _describe(error: UnexpectedInput, text: str) -> tuple[Pos, str]:
 
 
 def _at_end(text: str, expected: Any) -> str:
-    left_open = unclosed(text, len(text))
+    """At the end of the file: the section left open when a '}' would do, else what was
+    expected (a ']' or ')' missing inside a block is not the block's fault)."""
+    left_open = unclosed(text, len(text)) if "RBRACE" in expected else None
     if left_open is not None:
         return f"unexpected end of file: {left_open} (a '}}' is missing)"
     return f"unexpected end of file; expected {_expected(expected)}"
