@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import re
 import unicodedata
 from pathlib import Path
@@ -90,6 +91,20 @@ def test_the_loaded_weight_files_exist():
         code = re.sub(r"#[^\n]*", "", body)  # a load(...) in a comment is not run
         for file in re.findall(r'load\("([^"]+)"', code):
             assert (page.parent / file).is_file(), f"{page.name}:{line}: {file} is missing"
+
+
+def test_the_example_weight_files_are_what_the_seeded_script_writes(tmp_path):
+    script = ROOT / "docs" / "examples" / "make_examples.py"
+    spec = importlib.util.spec_from_file_location("make_examples", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(tmp_path)
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["gpt2_mlp.safetensors", "llama_mlp.safetensors", "sequential.npz",
+                       "sequential.safetensors"]
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (script.parent / name).read_bytes(), name
 
 
 # ---- links ---------------------------------------------------------------------------

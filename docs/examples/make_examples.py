@@ -45,26 +45,27 @@ def save_safetensors(path: Path, tensors: dict[str, np.ndarray], bf16: bool = Fa
     path.write_bytes(len(text).to_bytes(8, "little") + text + b"".join(chunks))
 
 
-def main() -> None:
+def main(folder: Path = HERE) -> None:
+    """Write the files into `folder` (default: beside this script)."""
     rng = np.random.default_rng(20260101)
     normal = lambda *shape: (rng.standard_normal(shape) / 2).astype(np.float32)  # noqa: E731
 
     # PyTorch nn.Sequential(nn.Linear(D, M), nn.ReLU(), nn.Linear(M, D)).state_dict()
     sequential = {"0.weight": normal(M, D), "0.bias": normal(M),
                   "2.weight": normal(D, M), "2.bias": normal(D)}
-    np.savez(HERE / "sequential.npz", **sequential)
-    save_safetensors(HERE / "sequential.safetensors", sequential)
+    np.savez(folder / "sequential.npz", **sequential)
+    save_safetensors(folder / "sequential.safetensors", sequential)
 
     # Hugging Face GPT-2 block h.0: mlp.c_fc (d → 4d) and mlp.c_proj (4d → d), Conv1D layout.
     gpt2 = {"h.0.mlp.c_fc.weight": normal(D, 4 * D), "h.0.mlp.c_fc.bias": normal(4 * D),
             "h.0.mlp.c_proj.weight": normal(4 * D, D), "h.0.mlp.c_proj.bias": normal(D)}
-    save_safetensors(HERE / "gpt2_mlp.safetensors", gpt2)
+    save_safetensors(folder / "gpt2_mlp.safetensors", gpt2)
 
     # Hugging Face LLaMA layer 0: down_proj(silu(gate_proj(x)) * up_proj(x)), bfloat16.
     llama = {"model.layers.0.mlp.gate_proj.weight": normal(M, D),
              "model.layers.0.mlp.up_proj.weight": normal(M, D),
              "model.layers.0.mlp.down_proj.weight": normal(D, M)}
-    save_safetensors(HERE / "llama_mlp.safetensors", llama, bf16=True)
+    save_safetensors(folder / "llama_mlp.safetensors", llama, bf16=True)
 
 
 if __name__ == "__main__":
