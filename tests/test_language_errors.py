@@ -114,8 +114,74 @@ CASES = [
 ]
 
 
+# ---- hints (issue 15.3): did you mean, look-alike characters, blocks left open ----------
+
+BLOCK = "block R {\n  activation relu\n  dim 2\n  width 2\n"
+
+# (name, spec text, line, column, the whole message or a fragment that must be in it)
+HINTS = [
+    ("activation typo", "block R {\n  activation reluu\n  dim 2 width 2\n}", 2, 14,
+     "unknown activation 'reluu': did you mean 'relu'? (known: "),
+    ("activation case", "block R { activation GELU dim 2 width 2 }", 1, 22,
+     "unknown activation 'GELU': did you mean 'gelu'?"),
+    ("activation far from any", "block R { activation foo dim 2 width 2 }", 1, 22,
+     "unknown activation 'foo' (known: "),
+    ("field typo", "block R {\n  activation relu\n  dim 2 widht 2\n}", 3, 9,
+     "unexpected 'widht': did you mean 'width'? (expected 'activation'"),
+    ("field typo: activation", "block R { actvation relu dim 1 width 1 }", 1, 11,
+     "did you mean 'activation'?"),
+    ("weight typo", BLOCK + "  up_bais = [1, 2]\n}", 5, 3,
+     "unexpected 'up_bais': did you mean 'up_bias'?"),
+    ("keyword glued to more letters", BLOCK + "  widthh 2\n}", 5, 3,
+     "unexpected 'widthh': did you mean 'width'?"),
+    ("claim word typo", "block R { activation relu dim 2 width 2 }\nclaim R is absorbabel", 2, 12,
+     "unexpected 'absorbabel': did you mean 'absorbable'?"),
+    ("modality typo", "block R { activation relu dim 2 width 2 }\nclaim R is nevr absorbable",
+     2, 12, "did you mean 'never'?"),
+    ("block name typo", "block Res { activation relu dim 2 width 2 }\nquery Rse", 2, 7,
+     "no block named 'Rse' is declared: did you mean 'Res'?"),
+    ("unicode minus", BLOCK + "  skip \u22121\n}", 5, 8,
+     "unexpected character '\u2212' (U+2212 MINUS SIGN); type '-' (ASCII hyphen-minus)"),
+    ("en dash", "block R { activation leaky_relu(\u20131/2) dim 1 width 1 }", 1, 33,
+     "(U+2013 EN DASH); type '-'"),
+    ("multiplication sign", "block R { activation relu dim 1 width 1\n up = [[3\u00d710]]\n"
+     " down = [[1]] }", 2, 10, "(U+00D7 MULTIPLICATION SIGN); type the number itself"),
+    ("middle dot", "block R { activation relu dim 1 width 1\n up = [[0\u00b75]]\n"
+     " down = [[1]] }", 2, 10, "(U+00B7 MIDDLE DOT); type '.' for a decimal point"),
+    ("non-breaking space", "block R { activation relu dim 2\u00a0width 2 }", 1, 32,
+     "(U+00A0 NO-BREAK SPACE); type an ordinary space instead"),
+    ("curly quotes",
+     'block R { activation relu dim 1 width 1\n up = load(\u201cw.npz\u201d, "up")\n'
+     " down = [[1]] }", 2, 12, "(U+201C LEFT DOUBLE QUOTATION MARK); type '\"'"),
+    ("single quotes", "block R { activation relu dim 1 width 1\n up = load('w.npz', 'up')\n"
+     " down = [[1]] }", 2, 12, "(U+0027 APOSTROPHE); type '\"' (ASCII double quote)"),
+    ("other non-ASCII", "block R { activation relu dim 1 width 1 } \u00e9", 1, 43,
+     "(U+00E9 LATIN SMALL LETTER E WITH ACUTE): spec files use ASCII outside comments"),
+    ("block left open at a claim", BLOCK + "\nclaim R is never absorbable\n", 6, 1,
+     "block 'R' opened at 1:1 is not closed: expected '}' before 'claim'"),
+    ("block left open at a block", "# two blocks\n  block A { activation relu dim 1 width 1\n"
+     "block B { activation relu dim 1 width 1 }", 3, 1,
+     "block 'A' opened at 2:3 is not closed: expected '}' before 'block'"),
+    ("block left open at end of file", "block R {\n activation relu", 2, 17,
+     "unexpected end of file: block 'R' opened at 1:1 is not closed (a '}' is missing)"),
+    ("end of file inside a matrix: the ']' is missing, not the block's '}'",
+     "block R { activation relu dim 1 width 1\n up = [[1]", 2, 11,
+     "unexpected end of file; expected ',' or ']'"),
+    ("expectation typo", "block R { activation relu dim 2 width 2 }\n"
+     "claim R is never absorbable  # expect: refute", 2, 40,
+     "unknown outcome 'refute' after '# expect:': did you mean 'refuted'? (known: "),
+    ("layer left open", "block R { activation relu dim 1 width 1 depth 2\n"
+     " layer 1 { up = [[1]] down = [[1]]\n layer 2 { up = [[1]] down = [[1]] } }", 3, 2,
+     "layer 1 of block 'R' opened at 2:2 is not closed: expected '}' before 'layer'"),
+    ("braces in comments and strings are not counted",
+     "block R { # {\n activation relu dim 1 width 1\n up = load(\"{.npz\", \"k\")", 3, 25,
+     "block 'R' opened at 1:1 is not closed"),
+]
+
+
 @pytest.mark.parametrize(("text", "line", "column", "fragment"),
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+                         [c[1:] for c in CASES + HINTS],
+                         ids=[c[0] for c in CASES + HINTS])
 def test_error_is_positioned(tmp_path, text, line, column, fragment):
     with pytest.raises(SpecError) as caught:
         load_text(text, "s.mlp", tmp_path)
@@ -206,3 +272,25 @@ def test_corrupt_safetensors_is_an_error_not_a_crash(tmp_path, payload):
     with pytest.raises(SpecError) as caught:
         load_text(_spec_loading(file="w.safetensors"), "s.mlp", tmp_path)
     assert (caught.value.diagnostics[0].pos.line, caught.value.diagnostics[0].pos.column) == (3, 7)
+
+
+def test_no_hint_when_nothing_is_close(tmp_path):
+    with pytest.raises(SpecError) as caught:
+        load_text("block R { activation relu dim 2 qqqq 2 }", "s.mlp", tmp_path)
+    [diag] = caught.value.diagnostics
+    assert "did you mean" not in diag.message
+    assert diag.message.startswith("unexpected 'qqqq'; expected ")
+
+
+@pytest.mark.parametrize("case", [HINTS[0], HINTS[3], HINTS[9], HINTS[18]],
+                         ids=["activation", "field", "unicode minus", "open block"])
+def test_cli_hint_is_positioned_with_exit_2(cli, write_spec, case):
+    _, text, line, column, fragment = case
+    path = write_spec(text)
+    run = cli(path)
+    assert run.code == 2
+    first, _source, caret = run.err.splitlines()[:3]
+    assert first == f"{path}:{line}:{column}: error: " + first.split(": error: ", 1)[1]
+    assert fragment in first
+    assert caret.index("^") - 4 == column - 1
+    assert "Traceback" not in run.err + run.out

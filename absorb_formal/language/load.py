@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..model import Query, Spec
 from .errors import Diagnostic, SpecError
+from .hints import did_you_mean
 from .parse import parse_text
 from .syntax import Pos
 from .validate import validate
@@ -50,9 +51,11 @@ def expectations(text: str, path: str) -> tuple[dict[int, str], dict[int, str], 
             value, note = match.group(1), match.group(2).strip(" -—:")
             if value not in known:
                 shown = f"unknown outcome '{value}'" if value else "missing outcome"
+                hint = did_you_mean(value, known) if value else ""
                 errors.append(Diagnostic(path, Pos(number, match.start(1) + 1),
-                                         f"{shown} after '# expect:' (known: "
-                                         f"{', '.join(known)})"))
+                                         f"{shown} after '# expect:'"
+                                         + (f": {hint}" if hint else "")
+                                         + f" (known: {', '.join(known)})"))
             outcomes[number] = value
             if note:
                 notes[number] = note

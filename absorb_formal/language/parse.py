@@ -21,6 +21,7 @@ from lark.exceptions import (
 )
 
 from .errors import Diagnostic, SpecError
+from .hints import character_hint, did_you_mean, unclosed
 from .numbers import NumberError, parse_rational
 from .syntax import (
     ActivationExpr,
@@ -218,21 +219,55 @@ def parse_text(text: str, path: str) -> SpecSyntax:
 
 
 def _describe(error: UnexpectedInput, text: str) -> tuple[Pos, str]:
-    """A short, user-facing message for a lark syntax error."""
+    """A short, user-facing message for a lark syntax error, with a hint where one helps:
+    the keyword a misspelt word is close to, the look-alike character pasted for an ASCII
+    one, the block (or layer) a missing '}' leaves open."""
     if isinstance(error, UnexpectedEOF):
-        return _end_of(text), f"unexpected end of file; expected {_expected(error.expected)}"
+        return _end_of(text), _at_end(text, error.expected)
     if isinstance(error, UnexpectedCharacters):
         at = error.pos_in_stream or 0
         char = text[at] if at < len(text) else ""
-        return Pos(error.line, error.column), f"unexpected character {char!r}"
+        return Pos(error.line, error.column), character_hint(char)
     assert isinstance(error, UnexpectedToken)
     token = error.token
     if token.type == "$END":
-        return _end_of(text), f"unexpected end of file; expected {_expected(error.expected)}"
+        return _end_of(text), _at_end(text, error.expected)
     shown = str(token)[:40]
-    return Pos(token.line, token.column), (
-        f"unexpected {shown!r}; expected {_expected(error.expected)}"
-    )
+    expected = _expected(error.expected)
+    if "RBRACE" in error.expected and str(token) in ("block", "claim", "query", "layer"):
+        left_open = unclosed(text, token.start_pos or 0, str(token) == "layer")
+        if left_open is not None:
+            return Pos(token.line, token.column), f"{left_open}: expected '}}' before {shown!r}"
+    start = token.start_pos or 0
+    glued = start
+    while glued > 0 and (text[glued - 1].isalnum() or text[glued - 1] == "_"):
+        glued -= 1
+    if glued < start and (text[glued:start] + shown).isidentifier():
+        # The lexer cut a keyword off the front of a longer word (`up_bais` is `up` `_bais`):
+        # the whole word, at its own column, against every keyword.
+        word = text[glued:start] + shown
+        hint = did_you_mean(word, keywords())
+        where = Pos(token.line, token.column - (start - glued))
+        return where, f"unexpected {word!r}" + (f": {hint}" if hint else "")
+    hint = did_you_mean(str(token), _keywords_in(error.expected)) if shown.isidentifier() else ""
+    if hint:
+        return Pos(token.line, token.column), f"unexpected {shown!r}: {hint} (expected {expected})"
+    return Pos(token.line, token.column), f"unexpected {shown!r}; expected {expected}"
+
+
+def _at_end(text: str, expected: Any) -> str:
+    """At the end of the file: the section left open when a '}' would do, else what was
+    expected (a ']' or ')' missing inside a block is not the block's fault)."""
+    left_open = unclosed(text, len(text)) if "RBRACE" in expected else None
+    if left_open is not None:
+        return f"unexpected end of file: {left_open} (a '}}' is missing)"
+    return f"unexpected end of file; expected {_expected(expected)}"
+
+
+def _keywords_in(names: Any) -> list[str]:
+    """The keywords among the terminals lark expected (their literal text)."""
+    return [t.pattern.value for t in parser().terminals
+            if t.name in names and t.pattern.type == "str" and t.pattern.value.isidentifier()]
 
 
 _TERMINAL_TEXT = {

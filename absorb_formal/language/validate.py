@@ -16,6 +16,7 @@ from .. import exactarray
 from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement, Vector
 from .arrays import ArrayError, load_matrix
 from .errors import Diagnostic, SpecError
+from .hints import did_you_mean
 from .parse import keywords
 from .syntax import (
     ActivationExpr,
@@ -125,8 +126,10 @@ class Validator:
         assert isinstance(expr, ActivationExpr)
         name = expr.name.text
         if name not in acts.ALL_NAMES:
-            self.error(expr.name.pos, f"unknown activation '{name}' "
-                                      f"(known: {acts.describe_names()})")
+            hint = did_you_mean(name, acts.ALL_NAMES)
+            self.error(expr.name.pos, f"unknown activation '{name}'"
+                                      + (f": {hint}" if hint else "")
+                                      + f" (known: {acts.describe_names()})")
             return None
         if expr.form == "power":
             if name != "relu":
@@ -425,7 +428,8 @@ class Validator:
             self.error(pos, f"block '{name}' is used before it is declared "
                             f"(at line {pending[name].line})")
         else:
-            self.error(pos, f"no block named '{name}' is declared")
+            hint = did_you_mean(name, [*self.declared, *pending])
+            self.error(pos, f"no block named '{name}' is declared" + (f": {hint}" if hint else ""))
         return None
 
 

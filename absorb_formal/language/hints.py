@@ -1,0 +1,137 @@
+"""Hints for spec errors: "did you mean ...?", pasted look-alike characters, blocks left open.
+
+Only the wording of a diagnostic changes; its position and the exit status stay the same.
+"""
+
+from __future__ import annotations
+
+import difflib
+import unicodedata
+from collections.abc import Iterable
+
+from .syntax import Pos
+
+# Characters that text copied from papers, slides or word processors puts where the language
+# wants plain ASCII, with what to type instead.
+LOOKALIKES: dict[str, str] = {
+    "\u2212": "'-' (ASCII hyphen-minus) for a negative number",
+    "\u2013": "'-' (ASCII hyphen-minus) for a negative number",
+    "\u2014": "'-' (ASCII hyphen-minus) for a negative number",
+    "\u2010": "'-' (ASCII hyphen-minus) for a negative number",
+    "\u2011": "'-' (ASCII hyphen-minus) for a negative number",
+    "\ufe63": "'-' (ASCII hyphen-minus) for a negative number",
+    "\uff0d": "'-' (ASCII hyphen-minus) for a negative number",
+    "\u00d7": "the number itself (the language has no multiplication: write 3/10 or 2e-3, "
+              "not 3×10^-1)",
+    "\u22c5": "'.' for a decimal point (the language has no multiplication)",
+    "\u00b7": "'.' for a decimal point (the language has no multiplication)",
+    "\u2044": "'/' (ASCII slash) for a fraction",
+    "\u2215": "'/' (ASCII slash) for a fraction",
+    "\u00f7": "'/' (ASCII slash) for a fraction",
+    "\u00a0": "an ordinary space",
+    "\u202f": "an ordinary space",
+    "\u2007": "an ordinary space",
+    "\u2009": "an ordinary space",
+    "\u3000": "an ordinary space",
+    "\u200b": "nothing (delete it: it is invisible)",
+    "\ufeff": "nothing (delete it: it is invisible)",
+    "\u201c": "'\"' (ASCII double quote) around a file name or key",
+    "\u201d": "'\"' (ASCII double quote) around a file name or key",
+    "\u201e": "'\"' (ASCII double quote) around a file name or key",
+    "\u2018": "'\"' (ASCII double quote) around a file name or key",
+    "\u2019": "'\"' (ASCII double quote) around a file name or key",
+    "'": "'\"' (ASCII double quote) around a file name or key",
+    "\uff0c": "',' (ASCII comma)",
+    "\uff1d": "'=' (ASCII equals sign)",
+    "\u00bd": "1/2",
+    "\u00bc": "1/4",
+    "\u00be": "3/4",
+}
+
+
+def character_hint(char: str) -> str:
+    """`'−' (U+2212 MINUS SIGN) is not part of the language; type '-' ...` for a look-alike,
+    else the character's name; `char` is the one character the lexer stopped at."""
+    if not char:
+        return "unexpected character"
+    code = f"U+{ord(char):04X}"
+    name = unicodedata.name(char, "")
+    described = f"{char!r} ({code} {name})" if name else f"{char!r} ({code})"
+    instead = LOOKALIKES.get(char)
+    if instead is not None:
+        return f"unexpected character {described}; type {instead} instead"
+    if ord(char) < 128:
+        return f"unexpected character {char!r}"
+    return f"unexpected character {described}: spec files use ASCII outside comments and strings"
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`did you mean 'relu'?` when `word` is close to one of `candidates`, else ``."""
+    found = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    if not found and word.lower() != word:
+        found = difflib.get_close_matches(word.lower(), sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"did you mean '{found[0]}'?" if found else ""
+
+
+def open_sections(text: str, end: int) -> list[tuple[str, Pos]]:
+    """The `{ ... }` sections still open at offset `end` of `text`, outermost first, each as
+    its description ("block 'R'", "layer 2 of block 'R'") and the position of its opening
+    word. Comments and strings are skipped; braces are counted as written."""
+    stack: list[tuple[str, Pos]] = []
+    words: list[tuple[str, int]] = []  # the last few words and their offsets
+    i = 0
+    limit = min(end, len(text))
+    while i < limit:
+        ch = text[i]
+        if ch == "#":
+            while i < limit and text[i] != "\n":
+                i += 1
+            continue
+        elif ch == '"':
+            i += 1
+            while i < limit and text[i] not in '"\n':
+                i += 1
+        elif ch.isalnum() or ch == "_":
+            start = i
+            while i < limit and (text[i].isalnum() or text[i] == "_"):
+                i += 1
+            words = (words + [(text[start:i], start)])[-2:]
+            continue
+        elif ch == "{":
+            stack.append(_section(text, words, stack))
+            words = []
+        elif ch == "}":
+            if stack:
+                stack.pop()
+            words = []
+        elif not ch.isspace():
+            words = []
+        i += 1
+    return stack
+
+
+def _section(text: str, words: list[tuple[str, int]],
+             stack: list[tuple[str, Pos]]) -> tuple[str, Pos]:
+    def pos(offset: int) -> Pos:
+        before = text[:offset]
+        return Pos(before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
+    if len(words) == 2 and words[0][0] in ("block", "layer"):
+        kind, (name, _) = words[0], words[1]
+        if kind[0] == "block":
+            return f"block '{name}'", pos(kind[1])
+        inside = f" of {stack[-1][0]}" if stack else ""
+        return f"layer {name}{inside}", pos(kind[1])
+    if words:
+        return f"the section after '{words[-1][0]}'", pos(words[-1][1])
+    return "a section", pos(len(text))
+
+
+def unclosed(text: str, end: int, layer_only: bool = False) -> str | None:
+    """`block 'R' opened at 3:1 is not closed` for the innermost section open at `end`
+    (with `layer_only`, only when that section is a layer)."""
+    stack = open_sections(text, end)
+    if not stack or (layer_only and not stack[-1][0].startswith("layer ")):
+        return None
+    what, where = stack[-1]
+    return f"{what} opened at {where.line}:{where.column} is not closed"

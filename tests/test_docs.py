@@ -1,0 +1,238 @@
+"""The documentation is tested like code.
+
+- Every fenced example in README.md and docs/*.md runs: ```mlp fences are complete specs,
+  decided with `--expect` in the page's folder (their `# expect:` comments must be met);
+  ```mlp-fragment fences must parse, as they stand or wrapped in a block. An unlabelled fence
+  that looks like a spec is an error (label it).
+- Every relative link resolves to a file of the repository (and, with `#anchor`, to a heading
+  of that page); no link leaves the repository.
+- Every name the tool prints as its METHOD, every "§N" it cites and every certificate kind it
+  emits is explained in docs/ (rules.md, certificates.md).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from absorb_formal.language.errors import SpecError
+from absorb_formal.language.parse import parse_text
+
+from .conftest import ROOT, run_cli
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+RUNNABLE, FRAGMENT = "mlp", "mlp-fragment"
+
+
+def fences(page: Path) -> list[tuple[str, str, int]]:
+    """(label, body, line) of every fenced block of a page."""
+    text = page.read_text(encoding="utf-8")
+    return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1)
+            for m in FENCE.finditer(text)]
+
+
+def _examples(label: str) -> list[tuple[Path, str, int]]:
+    return [(page, body, line) for page in PAGES for kind, body, line in fences(page)
+            if kind == label]
+
+
+def _id(example: tuple[Path, str, int]) -> str:
+    return f"{example[0].relative_to(ROOT)}:{example[2]}"
+
+
+def test_every_page_has_examples():
+    assert len(_examples(RUNNABLE)) >= 10
+    assert {page.name for page, _, _ in _examples(RUNNABLE)} >= {
+        "README.md", "language.md", "rules.md", "tutorial.md"}
+
+
+@pytest.mark.parametrize("example", _examples(RUNNABLE), ids=_id)
+def test_complete_example_is_decided_as_expected(tmp_path, example):
+    page, body, _ = example
+    # The spec runs in the page's folder (a copy of links to it), so `load("examples/...")`
+    # reads the files the page means, and nothing is written into the repository.
+    for entry in page.parent.iterdir():
+        if not entry.name.startswith("."):
+            (tmp_path / entry.name).symlink_to(entry)
+    spec = tmp_path / "example_under_test.mlp"
+    spec.write_text(body, encoding="utf-8")
+    run = run_cli("--expect", "--crosscheck", "0", "--no-timing", spec)
+    assert run.code == 0, run.out + run.err
+    assert "0 files with errors" in run.out
+
+
+@pytest.mark.parametrize("example", _examples(FRAGMENT), ids=_id)
+def test_fragment_parses(example):
+    _, body, _ = example
+    try:
+        parse_text(body, "fragment.mlp")
+    except SpecError:
+        parse_text("block X {\n" + body + "\n}\n", "fragment.mlp")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_unlabelled_fences_hold_no_spec(page):
+    for label, body, line in fences(page):
+        if label == "":
+            looks_like_spec = re.search(r"^\s*block \w+ \{", body, re.MULTILINE) and \
+                "activation" in body
+            assert not looks_like_spec, f"{page.name}:{line}: label this fence mlp"
+
+
+def test_the_loaded_weight_files_exist():
+    for page, body, line in _examples(RUNNABLE) + _examples(FRAGMENT):
+        code = re.sub(r"#[^\n]*", "", body)  # a load(...) in a comment is not run
+        for file in re.findall(r'load\("([^"]+)"', code):
+            assert (page.parent / file).is_file(), f"{page.name}:{line}: {file} is missing"
+
+
+def test_the_example_weight_files_are_what_the_seeded_script_writes(tmp_path):
+    script = ROOT / "docs" / "examples" / "make_examples.py"
+    spec = importlib.util.spec_from_file_location("make_examples", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main(tmp_path)
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["gpt2_mlp.safetensors", "llama_mlp.safetensors", "sequential.npz",
+                       "sequential.safetensors"]
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (script.parent / name).read_bytes(), name
+
+
+# ---- links ---------------------------------------------------------------------------
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`", "", heading.strip().lower())
+    kept = "".join(c for c in text if c in " -_" or unicodedata.category(c)[0] in "LN")
+    return kept.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    found: set[str] = set()
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE):
+        base, n = slug(heading), 0
+        name = base
+        while name in found:
+            n += 1
+            name = f"{base}-{n}"
+        found.add(name)
+    return found
+
+
+def test_slug_follows_github():
+    assert slug("Blocks with biases: where the paper's answers change") == \
+        "blocks-with-biases-where-the-papers-answers-change"
+    assert slug("Loading weight files: `load`") == "loading-weight-files-load"
+    assert slug("T2∞ parity at infinity") == "t2-parity-at-infinity"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_links_resolve_inside_the_repository(page):
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    assert "../shared" not in text, f"{page.name} refers to ../shared, outside the repository"
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        assert file.is_relative_to(ROOT), f"{page.name}: {target} leaves the repository"
+        assert file.exists(), f"{page.name}: {target} does not exist"
+        if anchor:
+            assert file.suffix == ".md", f"{page.name}: {target}: anchor into a non-page"
+            assert anchor in anchors(file), f"{page.name}: no heading #{anchor} in {file.name}"
+
+
+# ---- every name the tool prints is documented -----------------------------------------
+
+def _string_constants() -> list[str]:
+    """Every string literal (f-string parts included) of the package's modules."""
+    out = []
+    for module in (ROOT / "absorb_formal").rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                out.append(node.value)
+    return out
+
+
+def printed_methods() -> set[str]:
+    """The METHOD names: the modules' RULE/METHOD constants, the family rules' names, and the
+    fixed method strings of the deciding code."""
+    from absorb_formal.decide import (
+        bounded,
+        concrete,
+        equivalence,
+        flatness,
+        flips,
+        glu,
+        homogeneity,
+        linear,
+        modular,
+        parity,
+        parity_infinity,
+    )
+    from absorb_formal.generic import engine
+
+    names = {homogeneity.RULE, parity.RULE, bounded.RULE, flatness.RULE, parity_infinity.RULE,
+             concrete.WIDTH_METHOD, equivalence.METHOD, modular.METHOD, linear.METHOD,
+             flips.METHOD, glu.METHOD, engine.POLY_METHOD, engine.CEGIS_METHOD}
+    for value in _string_constants():
+        # Method-like literals: "§N name" (not a bare "§N", not a message that "covers" or
+        # "needs" or "decides" something), the plain-block names, and the few fixed method strings.
+        method_like = re.fullmatch(r"§\d(\.\d)? [\w .,=^+-]*\w|[\w ]+\(skip none\)|"
+                                   r"spare pairs \(§4\)|both engines", value)
+        if method_like and not re.search(r"\b(covers|needs|decides?|refutes|only)\b", value):
+            names.add(value)
+    return names
+
+
+def test_printed_methods_are_found_in_the_code():
+    names = printed_methods()
+    assert {"T4 flatness", "§4 canonical form + width search", "§8.2 flip sets",
+            "§8.3 genericity", "plain family (skip none)", "§4 rank of S"} <= names
+
+
+@pytest.mark.parametrize("name", sorted(printed_methods()))
+def test_every_method_name_is_documented(name):
+    assert f"`{name}`" in (ROOT / "docs" / "rules.md").read_text(encoding="utf-8"), \
+        f"docs/rules.md does not list the method {name!r} (table 'Names the tool prints')"
+
+
+def test_every_section_cited_is_documented():
+    cited = set()
+    for value in _string_constants():
+        cited.update(re.findall(r"§(\d+(?:\.\d+)?)", value))
+    table = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    missing = sorted(s for s in cited if f"| §{s} |" not in table)
+    assert not missing, f"docs/rules.md's table of sections lacks §{missing}"
+
+
+def test_every_lemma_and_certificate_kind_is_documented():
+    verify = importlib.import_module("absorb_formal.checker.verify")
+    source = "\n".join(p.read_text(encoding="utf-8")
+                       for p in (ROOT / "absorb_formal").rglob("*.py"))
+    kinds = set(re.findall(r'"kind": "([^"]+)"', source))
+    methods = set(re.findall(r'"method": "([^"]+)"', source))
+    certs = (ROOT / "docs" / "certificates.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^#{2,4} `([^`\n]+)`$", certs, re.MULTILINE))
+    assert kinds - {"absorbable", "family", "equals", "min_width"} <= headings, \
+        sorted(kinds - headings)
+    assert all(f"`{m}`" in certs for m in methods), sorted(m for m in methods
+                                                           if f"`{m}`" not in certs)
+    rules = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    for lemma in ("H(k)", "E", "Bd", "F", "O(a)", "Og(c)", "N", "H(1)"):
+        assert f"**{lemma}**" in rules, lemma
+    for rule in verify.NEVER_RULES:
+        assert f"**{rule}" in rules, rule
