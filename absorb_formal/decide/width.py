@@ -128,6 +128,15 @@ def enumerable(n: int, d: int, b: int) -> bool:
     return n <= MAX_SIGNS_SMALL and 2**n * d * b * min(d, b) <= MAX_SIGN_WORK
 
 
+def stall(cf: CanonicalForm) -> int | None:
+    """The cost at which `search` must stop incomplete, or None: its first k ≥ 1 sub-problem
+    (Δ = ∅, k = 1, examined first at cost p + 2) walks the 2^p sign vectors of d×d matrices,
+    which `enumerable` refuses for many keys (p > 12, e.g. any generic block of width ≥ 13)."""
+    if cf.p == 0 or cf.dim <= 1 or enumerable(cf.p, cf.dim, cf.dim):
+        return None
+    return cf.p + 2
+
+
 def low_rank_signs(cf: CanonicalForm, singles: list[int], basis: list[linalg.Vec],
                    k: int) -> dict[int, int] | None:
     """Signs s with rank(M_s Q) ≤ k, or None: a Gray-code walk over the 2^n sign vectors, one
