@@ -8,24 +8,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__, budget, proofs
-from .decide import decide
+from . import __version__, proofs
+from .api import DEFAULT_TIMEOUT, prove_report
 from .decide.dispatch import ENGINES
-from .language import SpecError, load_file
+from .language import SpecError
 from .model import Claim
-from .numeric.attach import Options, attach
+from .numeric.attach import Options
 from .numeric.backends import BackendError, backend
 from .numeric.crosscheck import DEFAULT_POINTS
 from .report import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
-    Entry,
     FileReport,
     as_json,
     exit_code,
@@ -33,7 +30,6 @@ from .report import (
     expectation_summary,
     summary,
 )
-from .result import ERROR, Result, unknown
 
 DESCRIPTION = """\
 Decide every claim and query in .mlp spec files: can a residual MLP block
@@ -163,48 +159,12 @@ def _relative_name(path: Path) -> str:
         return path.name
 
 
-DEFAULT_TIMEOUT = 60.0
-
-
-def prove_file(path: Path, shown: str, stderr: TextIO, options: Options | None = None,
-               timeout: float = 0.0, engine: str = "theory") -> FileReport:
-    report = FileReport(shown)
-    try:
-        spec = load_file(path, shown)
-    except SpecError as error:
-        report.error = error
-        return report
-    report.spec = spec
-    for statement in spec.statements:
-        start = time.perf_counter()
-        exact = result = unknown(f"timeout after {timeout:g} s")
-        try:
-            with budget.limit(timeout):
-                exact = result = decide(spec, statement, engine)
-                if exact.outcome == "unknown" and budget.spent():
-                    # a solver stopped at the budget's limit: say so, with its own words
-                    exact = result = unknown(f"timeout after {timeout:g} s ({exact.reason})")
-                if options is not None:
-                    block = spec.blocks[statement.block]
-                    asked = statement.width if statement.width is not None else block.width
-                    result = attach(block, result, options, asked)
-        except budget.ClaimTimeout:
-            if exact.outcome == "unknown" and exact.reason.startswith("timeout"):
-                result = exact
-            else:  # decided in time; only the numeric checks ran out
-                result = replace(exact, verdict=exact.verdict + f"; numeric checks stopped "
-                                                               f"after {timeout:g} s")
-        except (MemoryError, RecursionError) as error:
-            exact = result = unknown(f"resource limit: {type(error).__name__}")
-        except Exception as error:  # a bug: say so in the outcome, never as a traceback
-            exact = result = Result(ERROR, reason=f"INTERNAL ERROR: {type(error).__name__}: "
-                                                  f"{error} (please report)")
-        except KeyboardInterrupt:
-            report.interrupted = True  # keep what was decided; the caller stops (exit 130)
-            break
-        report.entries.append(Entry(statement, result, time.perf_counter() - start,
-                                    spec.expected(statement), exact))
-    return report
+def prove_file(path: Path, shown: str, progress_to: TextIO | None,
+               options: Options | None = None, timeout: float = 0.0,
+               engine: str = "theory") -> FileReport:
+    """One spec file, through the API (`absorb_formal.api.prove_report`)."""
+    return prove_report(path, shown, engine=engine, timeout=timeout, numeric=options,
+                        progress_to=progress_to)
 
 
 def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -215,7 +175,8 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except BackendError as error:
         print(f"absorb-prove: error: {error}", file=stderr)
         return EXIT_ERROR
-    options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, stderr)
+    shown_to = None if args.json else stderr  # progress bars: a terminal only, never --json
+    options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, shown_to)
     items = collect(args.paths, "*.mlp")
     targets: dict[Path, Path] = {}  # certificate file → the spec it certifies, in this run
     try:
@@ -273,7 +234,7 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
     if args.jobs <= 1:
         for item in items:
             yield None if isinstance(item, str) else prove_file(
-                item[0], item[1], stderr, options, args.timeout, args.engine)
+                item[0], item[1], options.progress, options, args.timeout, args.engine)
         return
     from concurrent.futures import ProcessPoolExecutor
 
@@ -293,7 +254,7 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
 def _prove_in_worker(path: Path, shown: str, settings: tuple[Any, ...]) -> FileReport:
     points, backend_name, device, fit, restarts, timeout, engine = settings
     options = Options(points, backend(backend_name, device), fit, restarts, None)
-    return prove_file(path, shown, sys.stderr, options, timeout, engine)
+    return prove_file(path, shown, None, options, timeout, engine)
 
 
 def store(report: FileReport, spec_file: Path, relative: str, folder: Path, update: bool,
@@ -328,7 +289,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     stderr = stderr or sys.stderr
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
-        from .check import main as check_main
+        from .check_command import main as check_main
 
         return check_main(argv[1:], stdout, stderr)
     parser = build_parser()

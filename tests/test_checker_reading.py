@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal.check import check_document
+from absorb_formal.check_command import check_document
 from absorb_formal.checker.files import FileError, read_array
 from absorb_formal.checker.source import read_spec
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from absorb_formal.check import check_document
+from absorb_formal.check_command import check_document
 from absorb_formal.checker import verify
 from absorb_formal.checker.reading import Reading, spec_location
 from absorb_formal.decide.modular import PRIME

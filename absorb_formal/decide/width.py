@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from .. import certificates as cert
-from .. import linalg
+from .. import linalg, progress
 from ..model import Layer, Matrix
 from . import subset
 from .canonical import CanonicalForm, form_of_layer, normalise
@@ -209,8 +209,19 @@ def search(cf: CanonicalForm, limit: int, layer: Layer | None = None) -> Search:
     `layer`: the block's own, for a tighter upper bound (fewer sub-problems)."""
     bound = upper_bound(cf, layer)
     out = Search(lower=cf.p, upper=bound.cost)
+    shown = progress.bar("width search", "case")
+    try:
+        return _walk(cf, limit, bound, out, shown)
+    finally:
+        if shown is not None:
+            shown.close()
+
+
+def _walk(cf: CanonicalForm, limit: int, bound: Choice, out: Search, shown: Any) -> Search:
     examined = 0
     for cost in range(cf.p, min(limit, bound.cost) + 1):
+        if shown is not None:
+            shown.set_description(f"width search, width {cost}")
         out.lower = cost
         extra = cost - cf.p
         if cost == bound.cost and not out.incomplete:
@@ -225,6 +236,8 @@ def search(cf: CanonicalForm, limit: int, layer: Layer | None = None) -> Search:
                                       "sub-problems")
                     return out
                 status, choice, refutation, reason = feasible(cf, delta, k)
+                if shown is not None:
+                    shown.update()
                 if status == "found":
                     if not out.incomplete:
                         out.choice = choice
