@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import budget, progress
+from .decide import decide
 from .language import SpecError
 from .model import Spec, Statement
 from .report import Entry, FileReport
@@ -162,7 +163,6 @@ def _decide_all(spec: Spec, engine: str, timeout: float, numeric: Options | None
 def _decide_one(spec: Spec, statement: Statement, engine: str, timeout: float,
                 numeric: Options | None) -> tuple[Result, Result]:
     """(exact result, result with the numeric checks) of one statement under its budget."""
-    from .decide import decide
     from .numeric.attach import attach
 
     exact = result = unknown(f"timeout after {timeout:g} s")
@@ -172,7 +172,8 @@ def _decide_one(spec: Spec, statement: Statement, engine: str, timeout: float,
             if exact.outcome == "unknown" and budget.spent():
                 # a solver stopped at the budget's limit: say so, with its own words
                 exact = result = unknown(f"timeout after {timeout:g} s ({exact.reason})")
-            elif budget.spent() and numeric is not None:  # a query kept its first part
+            elif budget.spent() and numeric is not None and numeric.points > 0:
+                # a query kept its first part; the numeric checks would run unbounded
                 result = replace(exact, verdict=exact.verdict + "; numeric checks skipped "
                                                                 f"(timeout after {timeout:g} s)")
             elif numeric is not None:

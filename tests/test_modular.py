@@ -61,7 +61,7 @@ def test_large_generic_relu_block_is_refuted_with_a_modular_rank(certified, cli)
         {name: {"file": "w.npz", "key": name, "transpose": False,
                 "sha256": doc["files"]["w.npz"]} for name in ("up", "down")}]
     run = cli("check", path)
-    assert run.code == 0 and ": valid:" in run.out, run.out
+    assert run.code == 0 and ": valid — claim proved: " in run.out, run.out
 
 
 def test_without_the_weights_the_certificate_cannot_be_checked(certified):
