@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -100,16 +99,12 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     parser.add_argument("paths", nargs="+", metavar="PATH",
                         help="certificate files (.json) or folders")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    try:
-        old = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = stdout, stderr  # argparse prints help/usage to sys.*
-        try:
-            args = parser.parse_args(argv)
-        finally:
-            sys.stdout, sys.stderr = old
-    except SystemExit as stop:
-        return EXIT_ERROR if stop.code not in (0, None) else EXIT_OK
     from .api import STATUSES, check_items
+    from .cli import parse
+
+    args = parse(parser, argv, stdout, stderr)
+    if isinstance(args, int):
+        return args
 
     counts = dict.fromkeys(STATUSES, 0)
     errors, documents = [], []

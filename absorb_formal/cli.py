@@ -38,7 +38,10 @@ x -> S x + MLP(x) be rewritten as a plain MLP without the skip connection?
 PATH is a spec file, or a folder searched recursively for *.mlp files.
 
   absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
-  absorb-prove check CERTIFICATE_OR_FOLDER...
+  absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
+
+From Python: absorb_formal.prove(path_or_text) and absorb_formal.check(path)
+(see absorb_formal/api.py).
 """
 
 EPILOG = """\
@@ -47,13 +50,24 @@ output:
     FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]
   OUTCOME is proved, refuted (the opposite was proved) or unknown for claims,
   decided or unknown for queries; for unknown, VERDICT is the reason. A last
-  line summarises the counts. Spec errors go to stderr as
+  line summarises the counts. A query on a concrete block says both parts, the
+  verdict at the width asked first, then the min width:
+    absorbable at width 64 (...); min width 3 | min width between 65 and 80 |
+    min width unknown (REASON, e.g. timeout after 5 s)
+  (bounds are proved: widths below lo are refuted, hi is absorbable). A timeout
+  in the min-width part keeps the first part: the query is still decided. Spec errors go to stderr as
     FILE:LINE:COL: error: MESSAGE
   followed by the source line and a caret; nothing else in that file is decided.
   With --json, stdout holds one JSON document instead:
     {"files": [{"path", "results": [{"line", "statement", "kind", "block",
      "outcome", "verdict", "method", "reason", "certificate", "min_width",
-     "seconds"}], "errors": [{"line", "column", "message"}]}], "exit_code"}
+     "seconds", ...}], "errors": [{"line", "column", "message"}]}], "exit_code"}
+  A concrete query adds "width" and "absorbable" (true/false/null at that
+  width), "min_width_bounds" ([lo, hi], when only bounds are proved),
+  "min_width_reason" (why the min width is not exact) and
+  "min_width_certificate"; "crosscheck", "sanity" and "fit" are added by the
+  numeric checks. Progress bars go to stderr on a terminal only, never with
+  --json.
 
 exit codes:
   0  every claim proved (and every query decided)
@@ -74,7 +88,10 @@ numeric checks:
   size of the violation). --backend torch [--device cuda] runs them with torch.
   --fit adds an adversarial search (gradient descent with restarts) for a plain
   block of the asked width; reaching the tolerance where the prover said "not
-  absorbable" is an internal error.
+  absorbable" is an internal error. Its best error is on the line ("fit width 3:
+  best error 0.21 after 8 restarts") and in the JSON ("fit": {width, restarts,
+  best_error, tolerance, reached, seconds, stopped}); a fit cut short by
+  --timeout keeps the best error reached ("stopped": "timeout after T s").
 
   With --expect, each outcome is compared with the expectation written on its
   line as a comment, `# expect: proved|refuted|unknown|decided` (default:
@@ -90,8 +107,13 @@ certificates:
   `absorb-prove check PATH...` re-verifies certificate documents with the
   independent checker (absorb_formal.checker, which imports nothing from the
   prover) and, where the spec file still exists, that it still says the same.
-  One line per document: `FILE: valid|invalid|unchecked: STATEMENT — REASON`.
-  Exit 0 when none is invalid, 1 when one is, 2 for a missing path.
+  One line per document, with the claim's recorded outcome beside validity:
+    FILE: valid|invalid|stale|unchecked — claim OUTCOME: STATEMENT (VERDICT)
+    [METHOD] — REASON
+  (a valid certificate of a refuted claim proves the opposite of STATEMENT).
+  `check --json` prints one JSON document; `absorb-prove check --help` lists
+  its fields. Exit 0 when none is invalid or stale, 1 when one is, 2 for a
+  missing path.
 """
 
 
@@ -292,17 +314,23 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
         from .check_command import main as check_main
 
         return check_main(argv[1:], stdout, stderr)
-    parser = build_parser()
+    args = parse(build_parser(), argv, stdout, stderr)
+    return args if isinstance(args, int) else run_prove(args, stdout, stderr)
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str], stdout: TextIO,
+          stderr: TextIO) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code when argparse stopped (0 after --help or
+    --version, 2 for a usage error); help and usage go to `stdout` / `stderr`."""
     try:
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr  # argparse prints help/usage to sys.*
         try:
-            args = parser.parse_args(argv)
+            return parser.parse_args(argv)
         finally:
             sys.stdout, sys.stderr = old
     except SystemExit as stop:
         return EXIT_ERROR if stop.code not in (0, None) else 0
-    return run_prove(args, stdout, stderr)
 
 
 def entry() -> None:

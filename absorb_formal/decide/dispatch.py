@@ -98,8 +98,7 @@ def _minimal(block: Block, engine: str, known: tuple[int, bool] | None = None,
     theory = (concrete.minimal_width(block, known, exhaustive) if engine != "generic"
               else None)
     if engine == "theory" and theory is not None and (
-            theory.found or theory.bounds is not None
-            or generic_engine.applies(block, 1)):  # a reason: does not apply
+            theory.found or generic_engine.applies(block, 1)):  # a reason: does not apply
         return theory, ""
     value, certificate, reason = generic_engine.minimal_width(block)
     generic = concrete.MinWidth(value is not None, value, generic_engine.method_of(block),
