@@ -55,7 +55,8 @@ output:
     absorbable at width 64 (...); min width 3 | min width between 65 and 80 |
     min width unknown (REASON, e.g. timeout after 5 s)
   (bounds are proved: widths below lo are refuted, hi is absorbable). A timeout
-  in the min-width part keeps the first part: the query is still decided. Spec errors go to stderr as
+  in the min-width part keeps the first part: the query is still decided.
+  Spec errors go to stderr as
     FILE:LINE:COL: error: MESSAGE
   followed by the source line and a caret; nothing else in that file is decided.
   With --json, stdout holds one JSON document instead:
