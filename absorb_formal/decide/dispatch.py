@@ -172,8 +172,9 @@ def _query_result(decision: Decision, size: int, minimal: concrete.MinWidth) -> 
         extra["min_width_reason"] = minimal.reason
     min_width = minimal.value if minimal.found else None
     if decision.absorbable is None:
-        if not minimal.found and minimal.bounds is None:
-            return replace(unknown(decision.reason), extra=extra)
+        if not minimal.found:  # bounds alone carry no certificate: not a decision
+            said = f"; {tail}" if minimal.bounds is not None else ""
+            return replace(unknown(decision.reason + said), extra=extra)
         return Result(DECIDED, tail, minimal.method, certificate=minimal.certificate,
                       min_width=min_width, extra=extra)
     verdict = ("absorbable" if decision.absorbable else "not absorbable") + f" at width {size}"
