@@ -209,7 +209,7 @@ def search(cf: CanonicalForm, limit: int, layer: Layer | None = None) -> Search:
     `layer`: the block's own, for a tighter upper bound (fewer sub-problems)."""
     bound = upper_bound(cf, layer)
     out = Search(lower=cf.p, upper=bound.cost)
-    shown = progress.bar("width search", "case")
+    shown = progress.bar("width search", " case")
     try:
         return _walk(cf, limit, bound, out, shown)
     finally:
@@ -221,7 +221,7 @@ def _walk(cf: CanonicalForm, limit: int, bound: Choice, out: Search, shown: Any)
     examined = 0
     for cost in range(cf.p, min(limit, bound.cost) + 1):
         if shown is not None:
-            shown.set_description(f"width search, width {cost}")
+            shown.set_description_str(f"width search, width {cost}")
         out.lower = cost
         extra = cost - cf.p
         if cost == bound.cost and not out.incomplete:
