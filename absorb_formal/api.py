@@ -242,7 +242,8 @@ class CheckResult:
 
 def check(path: str | Path) -> list[CheckResult]:
     """Re-verify a certificate file, or every *.json under a folder (sorted), with the
-    independent checker; raises FileNotFoundError when the path does not exist."""
+    independent checker; raises FileNotFoundError when the path does not exist or is a
+    folder without any .json file."""
     found = []
     for item in check_items([str(path)]):
         if isinstance(item, str):

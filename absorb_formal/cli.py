@@ -63,8 +63,8 @@ output:
     {"files": [{"path", "results": [{"line", "statement", "kind", "block",
      "outcome", "verdict", "method", "reason", "certificate", "min_width",
      "seconds", ...}], "errors": [{"line", "column", "message"}]}], "exit_code"}
-  A concrete query adds "width" and "absorbable" (true/false/null at that
-  width), "min_width_bounds" ([lo, hi], when only bounds are proved),
+  A concrete query adds "decision": {"width", "absorbable"} (true/false/null at
+  that width), "min_width_bounds" ([lo, hi], when only bounds are proved),
   "min_width_reason" (why the min width is not exact) and
   "min_width_certificate"; "crosscheck", "sanity" and "fit" are added by the
   numeric checks. Progress bars go to stderr on a terminal only, never with

@@ -54,7 +54,7 @@ def test_prove_text_returns_one_typed_result_per_statement():
     assert proved.statement == "R is absorbable" and proved.block == "R"
     assert proved.verdict.startswith("absorbable at width 3") and proved.certificate
     assert refuted.verdict.startswith("not absorbable at width 1")
-    assert query.min_width == 3 and query.extra["absorbable"] is True
+    assert query.min_width == 3 and query.extra["decision"] == {"width": 3, "absorbable": True}
     with pytest.raises(AttributeError):
         proved.outcome = "refuted"  # type: ignore[misc]  # frozen
 
@@ -96,7 +96,7 @@ def test_a_timeout_in_the_min_width_keeps_the_own_width_verdict(cli, write_spec,
     assert query["outcome"] == "decided"
     assert query["verdict"].startswith("absorbable at width 3")
     assert query["verdict"].endswith("min width unknown (timeout after 0.5 s)")
-    assert query["absorbable"] is True and query["width"] == 3
+    assert query["decision"] == {"width": 3, "absorbable": True}
     assert query["min_width"] is None and query["min_width_reason"] == "timeout after 0.5 s"
     assert query["certificate"]["kind"] == "witness" or query["certificate"]
 
@@ -108,7 +108,7 @@ def test_a_generic_query_reports_proved_bounds_that_hold():
                      "t.mlp", Path("."))
     [query, claim] = absorb_formal.prove(random_relu(3, 17, 1) + "query B\n"
                                          "claim min width of B is 17\n")
-    assert query.outcome == "decided" and query.extra["absorbable"] is False
+    assert query.outcome == "decided" and query.extra["decision"]["absorbable"] is False
     lo, hi = query.extra["min_width_bounds"]
     assert f"min width between {lo} and {hi}" in query.verdict
     block = spec.blocks["B"]

@@ -158,8 +158,10 @@ def _query(block: Block, size: int, engine: str) -> Result:
 def _query_result(decision: Decision, size: int, minimal: concrete.MinWidth) -> Result:
     """Both parts of a concrete query: the decision at `size` (verdict, certificate, method)
     first, then the min width (exact, proved bounds, or unknown with its reason); the JSON
-    gets "absorbable" (at `size`), "min_width_bounds" and "min_width_reason" besides."""
-    extra: dict[str, Any] = {"width": size, "absorbable": decision.absorbable, **_bounds(minimal)}
+    gets "decision" ({width, absorbable}, as claims do; --fit checks against it),
+    "min_width_bounds" and "min_width_reason" besides."""
+    extra: dict[str, Any] = {"decision": {"width": size, "absorbable": decision.absorbable},
+                             **_bounds(minimal)}
     if minimal.found:
         tail = "min width " + ("none" if minimal.value is None else str(minimal.value))
         extra["min_width_certificate"] = minimal.certificate
