@@ -223,10 +223,12 @@ class CheckResult:
     line: int | None
 
     def text(self, shown: str | None = None) -> str:
-        """`FILE: STATUS — claim OUTCOME: STATEMENT (VERDICT) [METHOD] — REASON`."""
+        """`FILE: STATUS — claim OUTCOME: STATEMENT (VERDICT) [METHOD] — REASON`; unless
+        the status is valid, the outcome was not verified: "recorded claim OUTCOME"."""
         head = f"{shown if shown is not None else self.certificate}: {self.status}"
         if self.statement:
-            claim = f"claim {self.outcome or 'of unknown outcome'}: {self.statement}"
+            recorded = "" if self.status == "valid" else "recorded "
+            claim = f"{recorded}claim {self.outcome or 'of unknown outcome'}: {self.statement}"
             if self.verdict:
                 claim += f" ({self.verdict})"
             if self.method and self.method != "none":

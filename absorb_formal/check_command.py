@@ -77,8 +77,9 @@ output:
   STATUS is the checker's: valid (the evidence proves the recorded outcome), invalid
   (it does not, or the document is malformed), stale (the spec or a weight file changed
   since the document was written; not re-verified) or unchecked (nothing to verify, e.g.
-  an unknown outcome). OUTCOME is the claim's, as recorded: a valid certificate of a
-  refuted claim proves the opposite of STATEMENT. A last line counts the statuses.
+  an unknown outcome). OUTCOME is the claim's: a valid certificate of a refuted
+  claim proves the opposite of STATEMENT; unless STATUS is valid, the line says
+  "recorded claim OUTCOME" (not verified). A last line counts the statuses.
   With --json, stdout holds one JSON document instead:
     {"certificates": [{"path", "status", "reason", "outcome", "verdict", "method",
      "statement", "line"}], "errors": [MESSAGE], "counts": {"valid", "invalid",

@@ -141,6 +141,8 @@ def test_check_says_the_claims_outcome_beside_validity(cli, write_spec):
         in line8
     spec.write_text(R.replace("7/10", "8/10"))  # the evidence is now stale
     assert {r.status for r in absorb_formal.check(folder)} == {"stale"}
+    assert ": stale — recorded claim refuted: R is absorbable at width 1" in cli("check",
+                                                                                folder).out
     run = cli("check", "--json", folder)
     doc = run.json()
     assert run.code == 1 and doc["exit_code"] == 1 and doc["counts"]["stale"] == 2
