@@ -131,7 +131,8 @@ def enumerable(n: int, d: int, b: int) -> bool:
 def stall(cf: CanonicalForm) -> int | None:
     """The cost at which `search` must stop incomplete, or None: its first k ≥ 1 sub-problem
     (Δ = ∅, k = 1, examined first at cost p + 2) walks the 2^p sign vectors of d×d matrices,
-    which `enumerable` refuses for many keys (p > 12, e.g. any generic block of width ≥ 13)."""
+    which `enumerable` refuses for many keys (always beyond 16; from 13 on unless d is small:
+    a generic relu block of width 64 stalls at 66)."""
     if cf.p == 0 or cf.dim <= 1 or enumerable(cf.p, cf.dim, cf.dim):
         return None
     return cf.p + 2
