@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 
 _deadline: float | None = None
+_seconds: float | None = None  # the current limit, for messages ("timeout after 5 s")
 
 
 class ClaimTimeout(BaseException):
@@ -30,6 +31,11 @@ def remaining_ms(cap_ms: int) -> int:
     return max(1, min(cap_ms, int((_deadline - time.monotonic()) * 1000)))
 
 
+def timeout_reason() -> str:
+    """How a part cut short by the current limit is described: "timeout after 5 s"."""
+    return f"timeout after {_seconds or 0:g} s"
+
+
 def spent() -> bool:
     """Whether the current deadline has passed (False when there is none)."""
     return _deadline is not None and time.monotonic() >= _deadline - 0.05
@@ -42,11 +48,11 @@ def _expired(signum: int, frame: object) -> None:
 @contextlib.contextmanager
 def limit(seconds: float | None) -> Iterator[None]:
     """Run the body with a deadline `seconds` from now (None or <= 0: no limit)."""
-    global _deadline
+    global _deadline, _seconds
     if not seconds or seconds <= 0:
         yield
         return
-    _deadline = time.monotonic() + seconds
+    _deadline, _seconds = time.monotonic() + seconds, seconds
     armed = hasattr(signal, "setitimer")
     if armed:
         previous = signal.signal(signal.SIGALRM, _expired)

@@ -8,24 +8,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__, budget, proofs
-from .decide import decide
+from .api import DEFAULT_TIMEOUT, prove_report
 from .decide.dispatch import ENGINES
-from .language import SpecError, load_file
+from .language import SpecError
 from .model import Claim
-from .numeric.attach import Options, attach
+from .numeric.attach import Options
 from .numeric.backends import BackendError, backend
 from .numeric.crosscheck import DEFAULT_POINTS
 from .report import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
-    Entry,
     FileReport,
     as_json,
     exit_code,
@@ -33,7 +30,6 @@ from .report import (
     expectation_summary,
     summary,
 )
-from .result import ERROR, Result, unknown
 
 DESCRIPTION = """\
 Decide every claim and query in .mlp spec files: can a residual MLP block
@@ -42,9 +38,12 @@ x -> S x + MLP(x) be rewritten as a plain MLP without the skip connection?
 PATH is a spec file, or a folder searched recursively for *.mlp files.
 
   absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
-  absorb-prove check CERTIFICATE_OR_FOLDER...
+  absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
   absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors
                [--dtype float64|float32|bfloat16] [--points N] [--force]
+
+From Python: absorb_formal.prove(path_or_text) and absorb_formal.check(path)
+(see absorb_formal/api.py).
 """
 
 EPILOG = """\
@@ -53,13 +52,25 @@ output:
     FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]
   OUTCOME is proved, refuted (the opposite was proved) or unknown for claims,
   decided or unknown for queries; for unknown, VERDICT is the reason. A last
-  line summarises the counts. Spec errors go to stderr as
+  line summarises the counts. A query on a concrete block says both parts, the
+  verdict at the width asked first, then the min width:
+    absorbable at width 64 (...); min width 3 | min width between 65 and 80 |
+    min width unknown (REASON, e.g. timeout after 5 s)
+  (bounds are proved: widths below lo are refuted, hi is absorbable). A timeout
+  in the min-width part keeps the first part: the query is still decided.
+  Spec errors go to stderr as
     FILE:LINE:COL: error: MESSAGE
   followed by the source line and a caret; nothing else in that file is decided.
   With --json, stdout holds one JSON document instead:
     {"files": [{"path", "results": [{"line", "statement", "kind", "block",
      "outcome", "verdict", "method", "reason", "certificate", "min_width",
-     "seconds"}], "errors": [{"line", "column", "message"}]}], "exit_code"}
+     "seconds", ...}], "errors": [{"line", "column", "message"}]}], "exit_code"}
+  A concrete query adds "decision": {"width", "absorbable"} (true/false/null at
+  that width), "min_width_bounds" ([lo, hi], when only bounds are proved),
+  "min_width_reason" (why the min width is not exact) and
+  "min_width_certificate"; "crosscheck", "sanity" and "fit" are added by the
+  numeric checks. Progress bars go to stderr on a terminal only, never with
+  --json.
 
 exit codes:
   0  every claim proved (and every query decided)
@@ -80,7 +91,10 @@ numeric checks:
   size of the violation). --backend torch [--device cuda] runs them with torch.
   --fit adds an adversarial search (gradient descent with restarts) for a plain
   block of the asked width; reaching the tolerance where the prover said "not
-  absorbable" is an internal error.
+  absorbable" is an internal error. Its best error is on the line ("fit width 3:
+  best error 0.21 after 8 restarts") and in the JSON ("fit": {width, restarts,
+  best_error, tolerance, reached, seconds, stopped}); a fit cut short by
+  --timeout keeps the best error reached ("stopped": "timeout after T s").
 
   With --expect, each outcome is compared with the expectation written on its
   line as a comment, `# expect: proved|refuted|unknown|decided` (default:
@@ -96,8 +110,13 @@ certificates:
   `absorb-prove check PATH...` re-verifies certificate documents with the
   independent checker (absorb_formal.checker, which imports nothing from the
   prover) and, where the spec file still exists, that it still says the same.
-  One line per document: `FILE: valid|invalid|unchecked: STATEMENT — REASON`.
-  Exit 0 when none is invalid, 1 when one is, 2 for a missing path.
+  One line per document, with the claim's recorded outcome beside validity:
+    FILE: valid|invalid|stale|unchecked — claim OUTCOME: STATEMENT (VERDICT)
+    [METHOD] — REASON
+  (a valid certificate of a refuted claim proves the opposite of STATEMENT).
+  `check --json` prints one JSON document; `absorb-prove check --help` lists
+  its fields. Exit 0 when none is invalid or stale, 1 when one is, 2 for a
+  missing path.
 
 export:
   `absorb-prove export SPEC NAME --out FILE` decides block NAME of SPEC at --width W
@@ -185,48 +204,12 @@ def _relative_name(path: Path) -> str:
         return path.name
 
 
-DEFAULT_TIMEOUT = 60.0
-
-
-def prove_file(path: Path, shown: str, stderr: TextIO, options: Options | None = None,
-               timeout: float = 0.0, engine: str = "theory") -> FileReport:
-    report = FileReport(shown)
-    try:
-        spec = load_file(path, shown)
-    except SpecError as error:
-        report.error = error
-        return report
-    report.spec = spec
-    for statement in spec.statements:
-        start = time.perf_counter()
-        exact = result = unknown(f"timeout after {timeout:g} s")
-        try:
-            with budget.limit(timeout):
-                exact = result = decide(spec, statement, engine)
-                if exact.outcome == "unknown" and budget.spent():
-                    # a solver stopped at the budget's limit: say so, with its own words
-                    exact = result = unknown(f"timeout after {timeout:g} s ({exact.reason})")
-                if options is not None:
-                    block = spec.blocks[statement.block]
-                    asked = statement.width if statement.width is not None else block.width
-                    result = attach(block, result, options, asked)
-        except budget.ClaimTimeout:
-            if exact.outcome == "unknown" and exact.reason.startswith("timeout"):
-                result = exact
-            else:  # decided in time; only the numeric checks ran out
-                result = replace(exact, verdict=exact.verdict + f"; numeric checks stopped "
-                                                               f"after {timeout:g} s")
-        except (MemoryError, RecursionError) as error:
-            exact = result = unknown(f"resource limit: {type(error).__name__}")
-        except Exception as error:  # a bug: say so in the outcome, never as a traceback
-            exact = result = Result(ERROR, reason=f"INTERNAL ERROR: {type(error).__name__}: "
-                                                  f"{error} (please report)")
-        except KeyboardInterrupt:
-            report.interrupted = True  # keep what was decided; the caller stops (exit 130)
-            break
-        report.entries.append(Entry(statement, result, time.perf_counter() - start,
-                                    spec.expected(statement), exact))
-    return report
+def prove_file(path: Path, shown: str, progress_to: TextIO | None,
+               options: Options | None = None, timeout: float = 0.0,
+               engine: str = "theory") -> FileReport:
+    """One spec file, through the API (`absorb_formal.api.prove_report`)."""
+    return prove_report(path, shown, engine=engine, timeout=timeout, numeric=options,
+                        progress_to=progress_to)
 
 
 def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -237,7 +220,8 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except BackendError as error:
         print(f"absorb-prove: error: {error}", file=stderr)
         return EXIT_ERROR
-    options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, stderr)
+    shown_to = None if args.json else stderr  # progress bars: a terminal only, never --json
+    options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, shown_to)
     items = collect(args.paths, "*.mlp")
     targets: dict[Path, Path] = {}  # certificate file → the spec it certifies, in this run
     try:
@@ -295,7 +279,7 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
     if args.jobs <= 1:
         for item in items:
             yield None if isinstance(item, str) else prove_file(
-                item[0], item[1], stderr, options, args.timeout, args.engine)
+                item[0], item[1], options.progress, options, args.timeout, args.engine)
         return
     from concurrent.futures import ProcessPoolExecutor
 
@@ -315,7 +299,7 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
 def _prove_in_worker(path: Path, shown: str, settings: tuple[Any, ...]) -> FileReport:
     points, backend_name, device, fit, restarts, timeout, engine = settings
     options = Options(points, backend(backend_name, device), fit, restarts, None)
-    return prove_file(path, shown, sys.stderr, options, timeout, engine)
+    return prove_file(path, shown, None, options, timeout, engine)
 
 
 def store(report: FileReport, spec_file: Path, relative: str, folder: Path, update: bool,
@@ -350,28 +334,29 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     stderr = stderr or sys.stderr
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
-        from .check import main as check_main
+        from .check_command import main as check_main
 
         return check_main(argv[1:], stdout, stderr)
     if argv[:1] == ["export"]:
-        return _parsed(build_export_parser(), argv[1:], run_export, stdout, stderr)
-    return _parsed(build_parser(), argv, run_prove, stdout, stderr)
+        exported = parse(build_export_parser(), argv[1:], stdout, stderr)
+        return exported if isinstance(exported, int) else run_export(exported, stdout, stderr)
+    args = parse(build_parser(), argv, stdout, stderr)
+    return args if isinstance(args, int) else run_prove(args, stdout, stderr)
 
 
-def _parsed(parser: argparse.ArgumentParser, argv: list[str],
-            command: Callable[[argparse.Namespace, TextIO, TextIO], int],
-            stdout: TextIO, stderr: TextIO) -> int:
-    """Parse `argv` (help and usage errors to the streams given) and run `command`."""
+def parse(parser: argparse.ArgumentParser, argv: list[str], stdout: TextIO,
+          stderr: TextIO) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code when argparse stopped (0 after --help or
+    --version, 2 for a usage error); help and usage go to `stdout` / `stderr`."""
     try:
         old = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = stdout, stderr  # argparse prints help/usage to sys.*
         try:
-            args = parser.parse_args(argv)
+            return parser.parse_args(argv)
         finally:
             sys.stdout, sys.stderr = old
     except SystemExit as stop:
         return EXIT_ERROR if stop.code not in (0, None) else 0
-    return command(args, stdout, stderr)
 
 
 def build_export_parser() -> argparse.ArgumentParser:

@@ -290,8 +290,8 @@ def test_check_command_reports_the_reason_and_exits_1(cli, tmp_path):
     (tmp_path / "bad.json").write_text("{ not json")
     run = cli("check", tmp_path)
     assert run.code == 1
-    assert "c.json: invalid:" in run.out and "no violation" in run.out
-    assert "bad.json: invalid: unreadable certificate" in run.out
+    assert "c.json: invalid — recorded claim proved: " in run.out and "no violation" in run.out
+    assert "bad.json: invalid — unreadable certificate" in run.out
 
 
 def test_changing_the_outcome_is_caught():

@@ -83,7 +83,7 @@ def test_a_wrong_witness_is_an_internal_error_and_exit_4(monkeypatch, cli, write
         found = real(spec, statement, *engine)
         return type(found)(**{**found.__dict__, "certificate": broken})
 
-    monkeypatch.setattr("absorb_formal.cli.decide", corrupted)
+    monkeypatch.setattr("absorb_formal.api.decide", corrupted)  # the CLI decides through the API
     run = cli("--crosscheck", "2000", write_spec(ABSORBABLE))
     assert run.code == 4 and "INTERNAL ERROR" in run.out
 

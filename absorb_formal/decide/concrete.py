@@ -206,17 +206,26 @@ def biased_at_width(block: Block, size: int) -> Decision:
 
 @dataclass(frozen=True)
 class MinWidth:
-    """value: the least width (None = no width; see `found`); `found` False = undecided."""
+    """value: the least width (None = no width; see `found`); `found` False = undecided.
+    bounds: when undecided, proved bounds (lo, hi) with lo <= min width <= hi, if known."""
 
     found: bool
     value: int | None = None
     method: str = "none"
     certificate: dict[str, Any] | None = None
     reason: str = ""
+    bounds: tuple[int, int] | None = None
 
 
-def minimal_width(block: Block) -> MinWidth:
-    """The least absorbing width with witness + refutation just below, or 'none' (never)."""
+def minimal_width(block: Block, known: tuple[int, bool] | None = None,
+                  exhaustive: bool = True) -> MinWidth:
+    """The least absorbing width with witness + refutation just below, or 'none' (never).
+
+    known: (w, absorbable at w), already decided by the caller; it narrows the bounds
+    (absorbable at w ⇒ at every w′ ≥ w, zero neurons). exhaustive=False (queries): when the
+    width search would stall anyway (`width.stall`), the widths below the stall are not
+    searched one (doubles, spare pairs) sub-problem at a time; the proved bounds are reported
+    instead (key count, `known`, the cheap witness of `width.upper_bound`)."""
     nv = never_decision(block)  # biased blocks: T3 and T2∞ only (MATH.md §8)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
@@ -232,14 +241,33 @@ def minimal_width(block: Block) -> MinWidth:
         if cf is not None:
             assert block.layers is not None
             bound = width.upper_bound(cf, block.layers[0])
+            stall = width.stall(cf)
+            if not exhaustive and stall is not None and stall < bound.cost:
+                return _bounded(block, cf, bound.cost, stall, known)
             found = width.search(cf, bound.cost, block.layers[0])
             if found.choice is None:
-                return MinWidth(False, reason=f"min width is between {max(1, found.lower)} and "
-                                              f"{found.upper}; width search incomplete: "
-                                              f"{found.incomplete}")
+                lo, hi = max(1, found.lower), found.upper
+                return MinWidth(False, reason=f"min width is between {lo} and {hi}; width "
+                                              f"search incomplete: {found.incomplete}",
+                                bounds=(lo, hi))
             return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD)
     return MinWidth(False, reason=f"no rule gives the minimal width of {block.activation} "
                                   f"blocks of depth {block.depth}")
+
+
+def _bounded(block: Block, cf: CanonicalForm, upper: int, stall: int,
+             known: tuple[int, bool] | None) -> MinWidth:
+    """Bounds without the width search: p keys need p neurons; the cheap choice of cost
+    `upper` is feasible; a decision at a width moves one bound. Equal bounds are certified."""
+    lo, hi = max(1, cf.p), max(1, upper)
+    if known is not None:
+        size, absorbable = known
+        lo, hi = (lo, min(hi, size)) if absorbable else (max(lo, size + 1), hi)
+    if lo >= hi:
+        return _bracket(block, hi, WIDTH_METHOD)
+    return MinWidth(False, reason=f"min width is between {lo} and {hi} (no width search: from "
+                                  f"width {stall} on it would walk 2^{cf.p} sign vectors)",
+                    bounds=(lo, hi))
 
 
 def _bracket(block: Block, value: int, method: str) -> MinWidth:

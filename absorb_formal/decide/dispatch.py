@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from .. import budget
 from ..generic import engine as generic_engine
 from ..model import Block, Claim, Query, Spec, Statement
 from ..result import DECIDED, ERROR, PROVED, REFUTED, Result, unknown
@@ -90,9 +92,11 @@ def _equals(left: Block, right: Block) -> Result:
                   certificate=found.certificate)
 
 
-def _minimal(block: Block, engine: str) -> tuple[concrete.MinWidth, str]:
+def _minimal(block: Block, engine: str, known: tuple[int, bool] | None = None,
+             exhaustive: bool = True) -> tuple[concrete.MinWidth, str]:
     """The minimal width by the engine(s) asked for, and any disagreement."""
-    theory = concrete.minimal_width(block) if engine != "generic" else None
+    theory = (concrete.minimal_width(block, known, exhaustive) if engine != "generic"
+              else None)
     if engine == "theory" and theory is not None and (
             theory.found or generic_engine.applies(block, 1)):  # a reason: does not apply
         return theory, ""
@@ -112,12 +116,16 @@ def _min_width(block: Block, claim: Claim, engine: str) -> Result:
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
     if not found.found:
-        return unknown(found.reason)
+        return replace(unknown(found.reason), extra=_bounds(found))
     shown = "none" if found.value is None else str(found.value)
     verdict = f"min width is {shown}"
     outcome = PROVED if found.value == claim.min_width else REFUTED
     return Result(outcome, verdict, found.method, certificate=found.certificate,
                   min_width=found.value)
+
+
+def _bounds(found: concrete.MinWidth) -> dict[str, Any]:
+    return {} if found.bounds is None else {"min_width_bounds": list(found.bounds)}
 
 
 def _query(block: Block, size: int, engine: str) -> Result:
@@ -134,21 +142,45 @@ def _query(block: Block, size: int, engine: str) -> Result:
     decision, clash = concrete_decision(block, size, engine)
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
-    minimal, clash = _minimal(block, engine)
+    known = None if decision.absorbable is None else (size, decision.absorbable)
+    try:  # a timeout here keeps the decision at `size` (issue 14.4)
+        minimal, clash = _minimal(block, engine, known, exhaustive=False)
+    except budget.ClaimTimeout:
+        minimal = concrete.MinWidth(False, reason=budget.timeout_reason())
+    else:
+        if not minimal.found and budget.spent():
+            minimal = replace(minimal, reason=f"{budget.timeout_reason()} ({minimal.reason})")
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
-    min_width = minimal.value if minimal.found else None
-    tail = ""
+    return _query_result(decision, size, minimal)
+
+
+def _query_result(decision: Decision, size: int, minimal: concrete.MinWidth) -> Result:
+    """Both parts of a concrete query: the decision at `size` (verdict, certificate, method)
+    first, then the min width (exact, proved bounds, or unknown with its reason); the JSON
+    gets "decision" ({width, absorbable}, as claims do; --fit checks against it),
+    "min_width_bounds" and "min_width_reason" besides."""
+    extra: dict[str, Any] = {"decision": {"width": size, "absorbable": decision.absorbable},
+                             **_bounds(minimal)}
     if minimal.found:
-        tail = "; min width " + ("none" if minimal.value is None else str(minimal.value))
+        tail = "min width " + ("none" if minimal.value is None else str(minimal.value))
+        extra["min_width_certificate"] = minimal.certificate
+    elif minimal.bounds is not None:
+        lo, hi = minimal.bounds
+        tail = f"min width between {lo} and {hi}"
+        extra["min_width_reason"] = minimal.reason
+    else:
+        tail = f"min width unknown ({minimal.reason})"
+        extra["min_width_reason"] = minimal.reason
+    min_width = minimal.value if minimal.found else None
     if decision.absorbable is None:
-        if not minimal.found:
-            return unknown(decision.reason)
-        return Result(DECIDED, tail.lstrip("; "), minimal.method,
-                      certificate=minimal.certificate, min_width=min_width)
+        if not minimal.found:  # bounds alone carry no certificate: not a decision
+            said = f"; {tail}" if minimal.bounds is not None else ""
+            return replace(unknown(decision.reason + said), extra=extra)
+        return Result(DECIDED, tail, minimal.method, certificate=minimal.certificate,
+                      min_width=min_width, extra=extra)
     verdict = ("absorbable" if decision.absorbable else "not absorbable") + f" at width {size}"
     if decision.detail:
         verdict += f" ({decision.detail})"
-    return Result(DECIDED, verdict + tail, decision.method, certificate=decision.certificate,
-                  min_width=min_width, extra={"min_width_certificate": minimal.certificate}
-                  if minimal.found else {})
+    return Result(DECIDED, f"{verdict}; {tail}", decision.method,
+                  certificate=decision.certificate, min_width=min_width, extra=extra)

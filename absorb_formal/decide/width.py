@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from .. import certificates as cert
-from .. import linalg
+from .. import linalg, progress
 from ..model import Layer, Matrix
 from . import subset
 from .canonical import CanonicalForm, form_of_layer, normalise
@@ -128,6 +128,16 @@ def enumerable(n: int, d: int, b: int) -> bool:
     return n <= MAX_SIGNS_SMALL and 2**n * d * b * min(d, b) <= MAX_SIGN_WORK
 
 
+def stall(cf: CanonicalForm) -> int | None:
+    """The cost at which `search` must stop incomplete, or None: its first k ≥ 1 sub-problem
+    (Δ = ∅, k = 1, examined first at cost p + 2) walks the 2^p sign vectors of d×d matrices,
+    which `enumerable` refuses for many keys (always beyond 16; from 13 on unless d is small:
+    a generic relu block of width 64 stalls at 66)."""
+    if cf.p == 0 or cf.dim <= 1 or enumerable(cf.p, cf.dim, cf.dim):
+        return None
+    return cf.p + 2
+
+
 def low_rank_signs(cf: CanonicalForm, singles: list[int], basis: list[linalg.Vec],
                    k: int) -> dict[int, int] | None:
     """Signs s with rank(M_s Q) ≤ k, or None: a Gray-code walk over the 2^n sign vectors, one
@@ -200,8 +210,19 @@ def search(cf: CanonicalForm, limit: int, layer: Layer | None = None) -> Search:
     `layer`: the block's own, for a tighter upper bound (fewer sub-problems)."""
     bound = upper_bound(cf, layer)
     out = Search(lower=cf.p, upper=bound.cost)
+    shown = progress.bar("width search", " case")
+    try:
+        return _walk(cf, limit, bound, out, shown)
+    finally:
+        if shown is not None:
+            shown.close()
+
+
+def _walk(cf: CanonicalForm, limit: int, bound: Choice, out: Search, shown: Any) -> Search:
     examined = 0
     for cost in range(cf.p, min(limit, bound.cost) + 1):
+        if shown is not None:
+            shown.set_description_str(f"width search, width {cost}")
         out.lower = cost
         extra = cost - cf.p
         if cost == bound.cost and not out.incomplete:
@@ -216,6 +237,8 @@ def search(cf: CanonicalForm, limit: int, layer: Layer | None = None) -> Search:
                                       "sub-problems")
                     return out
                 status, choice, refutation, reason = feasible(cf, delta, k)
+                if shown is not None:
+                    shown.update()
                 if status == "found":
                     if not out.incomplete:
                         out.choice = choice

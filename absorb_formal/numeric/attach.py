@@ -51,8 +51,9 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
         extra["sanity"] = figure
     if options.fit and width is not None and block.is_concrete and block.biased:
         extra["fit"] = {"skipped": "blocks with biases: the fit has no biases yet (MATH.md §8)"}
+        verdict += "; fit skipped: blocks with biases"
     elif options.fit and width is not None and block.is_concrete and block.depth == 1:
-        from .fit import fit_alarm
+        from .fit import fit_alarm, phrase
 
         try:
             alarm, report = fit_alarm(block, width, result, options.fit_restarts,
@@ -60,6 +61,7 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
         except OutOfRange as error:
             alarm, report = "", {"skipped": str(error)}
         extra["fit"] = report
+        verdict += f"; {phrase(report)}"
         if alarm:
             return replace(result, outcome=ERROR, verdict=verdict, extra=extra, reason=alarm)
     return replace(result, verdict=verdict, extra=extra)

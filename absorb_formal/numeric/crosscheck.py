@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from .. import progress
 from ..model import Block
 from .backends import CHUNK, Backend
 from .floatblock import FloatBlock, from_block, plain_from_json, with_layers
@@ -109,11 +110,9 @@ def compare(reference: FloatBlock, witness: FloatBlock, total: int, engine: Back
 
 def _bar(total: int, stream: TextIO | None) -> Any:
     """A tqdm progress bar on long runs, only on an interactive stream."""
-    if stream is None or total < 1_000_000 or not getattr(stream, "isatty", lambda: False)():
+    if stream is None or total < 1_000_000:
         return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="pt", file=stream, leave=False, desc="cross-check")
+    return progress.bar("cross-check", "pt", total, stream, delay=0.0)
 
 
 def crosscheck(block: Block, certificate: Any, total: int, engine: Backend,

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import budget
 from ..activations import Scalar, _erf
 from ..model import Block
 from ..result import Result
@@ -181,9 +182,19 @@ def _descend(scalar: Scalar, x: np.ndarray, y: np.ndarray, width: int, gated: bo
     return Fit(math.inf, up, gate, down)
 
 
+@dataclass
+class Best:
+    """The fit so far: kept up to date after every restart, so that a timeout (which stops
+    the search mid-restart) still has the best error reached and the restarts finished."""
+
+    error: float = math.inf
+    runs: int = 0
+
+
 def search(block: Block, width: int, restarts: int, engine: Backend,
-           seed: int = 0) -> tuple[float, int]:
+           seed: int = 0, best_so_far: Best | None = None) -> tuple[float, int]:
     """(best error on fresh points, restarts run) of the adversarial fit."""
+    so_far = best_so_far if best_so_far is not None else Best()
     assert block.depth == 1 and block.is_concrete
     reference = from_block(block)
     normals = reference.normals()
@@ -204,6 +215,7 @@ def search(block: Block, width: int, restarts: int, engine: Backend,
         predicted = _hidden(scalar, test, fit.up, fit.gate) @ fit.down.T
         error = float((np.abs(predicted - y_test) / (1 + np.abs(y_test))).max())
         best = min(best, error)
+        so_far.error, so_far.runs = best, run
         if best <= FIT_TOLERANCE:
             return best, run
     return best, restarts
@@ -213,13 +225,35 @@ def fit_alarm(block: Block, width: int, result: Result, restarts: int,
               engine: Backend) -> tuple[str, dict[str, Any]]:
     """(alarm message or "", JSON report) for --fit on one decided claim."""
     start = time.perf_counter()
-    error, runs = search(block, width, restarts, engine)
-    report = {"width": width, "restarts": runs, "best_error": float(f"{error:.3g}"),
-              "tolerance": FIT_TOLERANCE, "reached": error <= FIT_TOLERANCE,
-              "seconds": round(time.perf_counter() - start, 2)}
+    so_far, stopped = Best(), ""
+    try:
+        error, runs = search(block, width, restarts, engine, best_so_far=so_far)
+    except budget.ClaimTimeout:  # keep the best error reached so far (issue 15.3)
+        error, runs, stopped = so_far.error, so_far.runs, budget.timeout_reason()
+    report: dict[str, Any] = {
+        "width": width, "restarts": runs,
+        "best_error": float(f"{error:.3g}") if math.isfinite(error) else None,
+        "tolerance": FIT_TOLERANCE, "reached": error <= FIT_TOLERANCE,
+        "seconds": round(time.perf_counter() - start, 2)}
+    if stopped:
+        report["stopped"] = stopped
     said = result.extra.get("decision", {})
     if error <= FIT_TOLERANCE and said.get("absorbable") is False \
             and said.get("width") == width:
         return (f"INTERNAL ERROR: --fit found a plain block of width {width} within "
                 f"{error:.3g} of B where the prover said not absorbable (please report)"), report
     return "", report
+
+
+def phrase(report: dict[str, Any]) -> str:
+    """The fit on the text line: "fit width 3: best error 0.21 after 8 restarts"."""
+    if "skipped" in report:
+        return f"fit skipped: {report['skipped']}"
+    best = report["best_error"]
+    said = "no restart finished" if best is None else \
+        f"best error {best:.3g} after {report['restarts']} restart{'s' * (report['restarts'] != 1)}"
+    if report.get("reached"):
+        said += " (reached the tolerance)"
+    if report.get("stopped"):
+        said += f", stopped ({report['stopped']})"
+    return f"fit width {report['width']}: {said}"
