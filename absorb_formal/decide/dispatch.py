@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ..generic import engine as generic_engine
 from ..model import Block, Claim, Query, Spec, Statement
-from ..result import DECIDED, ERROR, PROVED, REFUTED, Result, unknown
+from ..result import DECIDED, ERROR, PROVED, REFUTED, UNKNOWN, Result, unknown
 from . import concrete, equivalence, families
 from .decision import Decision
 
@@ -112,7 +112,7 @@ def _min_width(block: Block, claim: Claim, engine: str) -> Result:
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
     if not found.found:
-        return unknown(found.reason)
+        return _bounded(found)
     shown = "none" if found.value is None else str(found.value)
     verdict = f"min width is {shown}"
     outcome = PROVED if found.value == claim.min_width else REFUTED
@@ -138,17 +138,34 @@ def _query(block: Block, size: int, engine: str) -> Result:
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
     min_width = minimal.value if minimal.found else None
-    tail = ""
+    tail, extra = "", _bounds_extra(minimal)
     if minimal.found:
         tail = "; min width " + ("none" if minimal.value is None else str(minimal.value))
+    elif minimal.bounds is not None:
+        tail = "; min width between {} and {}".format(*minimal.bounds)
     if decision.absorbable is None:
         if not minimal.found:
-            return unknown(decision.reason)
+            return replace(unknown(decision.reason + tail), extra=extra)
         return Result(DECIDED, tail.lstrip("; "), minimal.method,
                       certificate=minimal.certificate, min_width=min_width)
     verdict = ("absorbable" if decision.absorbable else "not absorbable") + f" at width {size}"
     if decision.detail:
         verdict += f" ({decision.detail})"
+    if minimal.found:
+        extra = {"min_width_certificate": minimal.certificate}
     return Result(DECIDED, verdict + tail, decision.method, certificate=decision.certificate,
-                  min_width=min_width, extra={"min_width_certificate": minimal.certificate}
-                  if minimal.found else {})
+                  min_width=min_width, extra=extra)
+
+
+def _bounds_extra(found: concrete.MinWidth) -> dict[str, object]:
+    if found.found or found.bounds is None:
+        return {}
+    return {"min_width_bounds": list(found.bounds), "min_width_certificate": found.certificate}
+
+
+def _bounded(found: concrete.MinWidth) -> Result:
+    """An undecided min width: unknown, with the proved bounds and their certificate if any."""
+    if found.bounds is None:
+        return unknown(found.reason)
+    return Result(UNKNOWN, reason=found.reason, method=found.method,
+                  certificate=found.certificate, extra=_bounds_extra(found))

@@ -1,0 +1,211 @@
+"""Large concrete blocks at every width: MATH.md §4 (and §8.1 with biases) bounds that read the
+weights only through residues mod p and exact zero tests, in O(m·d) vectorised work.
+
+Depth 1, ungated, σ = a·z + e(z) with a ≠ 0 and e non-polynomial (relu, leaky_relu, gelu,
+gelu_tanh, silu: `ridge(activation)`), with or without biases.
+
+- Residue keys (§4 keys mod p): row u_i scaled by the inverse of its first non-zero entry, mod
+  p. Parallel rows — one relu key (a line), or u and −u (one gelu key) — have one residue
+  key, so different residue keys are different lines, hence different keys in both families
+  (§8.1: different affine keys too). Sound only if every non-zero entry of U is non-zero mod
+  p, which is tested (else nothing is concluded).
+- Below: a row alone on its residue key, with d_i ≠ 0, is a live key of the canonical form
+  (alone on its key, its coefficient is d_i or b·|α|·d_i ≠ 0). Each live key needs a neuron of
+  the plain block (§4: p + |Δ| + 2k ≤ m′), so width W < L (L such rows) is not absorbable.
+  At width m with all m rows alone the modular rank decides (`modular.py`, §7).
+- Above: the block's own neurons plus, per non-zero column k of S (S = Σ_k S[:,k] e_kᵀ), the
+  spare pair S[:,k]/(2a)·(σ(x_k) − σ(−x_k)) = S[:,k]·x_k (O(a): σ(z) − σ(−z) = 2az); the
+  down bias is unchanged. So the block is absorbable at width m + 2·#(non-zero columns of S)
+  (≥ m + 2·rank S, the bound of §4). The certificate names the construction and the columns;
+  the checker re-derives the lemma and checks that S vanishes off those columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .. import linalg
+from ..model import Block, Layer, Matrix
+from . import modular
+from .canonical import ridge
+from .decision import Decision, undecided
+
+PRIME = linalg.PRIME
+METHOD = "§4 key count + spare pairs (large block)"
+CONSTRUCTION = "own neurons + spare pairs"
+
+
+def applies(block: Block) -> bool:
+    found = ridge(block.activation)
+    return (block.depth == 1 and block.layers is not None and not block.activation.gated
+            and found is not None and found.a != 0)
+
+
+@dataclass(frozen=True)
+class KeyClasses:
+    """distinct: every row of U non-zero and alone on its residue key; live: rows alone on
+    their residue key whose column of D is non-zero (each a live key of the canonical form)."""
+
+    distinct: bool
+    live: int
+
+
+def key_classes(up: Matrix, down: Matrix, p: int = PRIME) -> KeyClasses | None:
+    """Residue-key classes of the rows of U; None when p divides a denominator or a non-zero
+    entry (then residue keys could split one exact key)."""
+    m, d = up.shape
+    res = up.residues(range(m), range(d), p)
+    nonzero = up.nonzero()
+    if res is None or not np.array_equal(res != 0, nonzero):
+        return None
+    present = nonzero.any(axis=1)
+    first = res[np.arange(m), nonzero.argmax(axis=1)]
+    inverse = _inverse(np.where(present, first, 1), p)
+    keys = np.ascontiguousarray(res * inverse[:, None] % p)
+    rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * d))).ravel()
+    _, where, counts = np.unique(rows[present], return_inverse=True, return_counts=True)
+    alone = np.zeros(m, dtype=bool)
+    alone[present] = counts[where.ravel()] == 1
+    live = down.nonzero().any(axis=0)
+    return KeyClasses(bool(present.all() and alone.all()), int((alone & live).sum()))
+
+
+def _inverse(values: np.ndarray, p: int) -> np.ndarray:
+    """values^(p−2) mod p element-wise (Fermat), square and multiply in int64 (p < 2^31)."""
+    out, base, power = np.ones_like(values), values.astype(np.int64) % p, p - 2
+    while power:
+        if power & 1:
+            out = out * base % p
+        base = base * base % p
+        power >>= 1
+    return out
+
+
+def spare_columns(block: Block) -> list[int]:
+    """The columns k of S with S[:, k] ≠ 0: one spare pair each."""
+    if block.skip.matrix is not None:
+        return [int(k) for k in np.flatnonzero(block.skip.matrix.nonzero().any(axis=0))]
+    return list(range(block.dim)) if block.skip.scale else []
+
+
+def upper_bound(block: Block) -> int:
+    return block.width + 2 * len(spare_columns(block))
+
+
+def spare_certificate(block: Block) -> dict[str, Any]:
+    columns = spare_columns(block)
+    found = ridge(block.activation)
+    assert found is not None
+    return {"kind": "witness", "check": CONSTRUCTION, "width": block.width + 2 * len(columns),
+            "columns": columns, "a": str(found.a),
+            "argument": "the block's own neurons, up and down biases unchanged, plus for each "
+                        "listed column k of S the pair S[:,k]/(2a)·(σ(x_k) − σ(−x_k)) = "
+                        "S[:,k]·x_k (lemma O(a)); S is 0 off the listed columns"}
+
+
+def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
+    return {"kind": "key count", "prime": PRIME, "keys": keys.live, "width": size,
+            "argument": "rows of U alone on their residue key mod p (row over its first "
+                        "non-zero entry) with a non-zero column of D are live keys, each "
+                        "needing its own neuron (MATH.md §4: p + |Δ| + 2k ≤ m′)"}
+
+
+def witness_arrays(block: Block, size: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The plain witness of the construction above as exact object arrays of Fractions:
+    (up m′×d, down d×m′, up_bias m′ or None, down_bias d or None), m′ = `size` (zero neurons
+    pad up to it; default the construction's own width). Computed only when called."""
+    assert block.layers is not None and applies(block)
+    layer = block.layers[0]
+    found = ridge(block.activation)
+    assert found is not None
+    columns = spare_columns(block)
+    m, d = layer.up.shape
+    width = max(size or 0, m + 2 * len(columns))
+    up = np.full((width, d), Fraction(0), dtype=object)
+    down = np.full((d, width), Fraction(0), dtype=object)
+    up[:m] = np.array(layer.up.rows, dtype=object)
+    down[:, :m] = np.array(layer.down.rows, dtype=object)
+    for n, k in enumerate(columns):
+        pair = m + 2 * n
+        up[pair, k], up[pair + 1, k] = Fraction(1), Fraction(-1)
+        column = [v / (2 * found.a) for v in _skip_column(block, k)]
+        down[:, pair] = column
+        down[:, pair + 1] = [-v for v in column]
+    up_bias = down_bias = None
+    if layer.up_bias is not None:
+        up_bias = np.full(width, Fraction(0), dtype=object)
+        up_bias[:m] = list(layer.up_bias)
+    if layer.down_bias is not None:
+        down_bias = np.array(list(layer.down_bias), dtype=object)
+    return up, down, up_bias, down_bias
+
+
+def _skip_column(block: Block, k: int) -> list[Fraction]:
+    if block.skip.matrix is not None:
+        return [row[k] for row in block.skip.matrix.rows]
+    return [Fraction(block.skip.scale or 0) if r == k else Fraction(0) for r in range(block.dim)]
+
+
+def witness_layer(block: Block, size: int | None = None) -> Layer:
+    """`witness_arrays` as a plain `Layer` (rows of Fractions; large: costs m′·d Fractions)."""
+    up, down, up_bias, down_bias = witness_arrays(block, size)
+    return Layer(Matrix(up.tolist()), Matrix(down.tolist()),
+                 up_bias=None if up_bias is None else tuple(up_bias.tolist()),
+                 down_bias=None if down_bias is None else tuple(down_bias.tolist()))
+
+
+def decide(block: Block, size: int) -> Decision:
+    """Absorbable at width `size`: refuted below the live-key count (or at width m by the
+    modular rank), proved at m + 2·#(non-zero columns of S) and above, else undecided."""
+    assert block.layers is not None and applies(block)
+    layer = block.layers[0]
+    keys = key_classes(layer.up, layer.down)
+    if size == block.width and keys is not None:
+        own = modular.decide(block, size, keys.distinct)
+        if own is not None:
+            return own
+    if keys is not None and size < keys.live:
+        return Decision(False, METHOD, key_count_certificate(keys, size),
+                        detail=f"{keys.live} live keys need {keys.live} neurons")
+    hi = upper_bound(block)
+    if size >= hi:
+        return Decision(True, METHOD, spare_certificate(block),
+                        detail=f"own {block.width} neurons + {hi - block.width} spare neurons")
+    lo = keys.live if keys is not None else 0
+    return undecided(f"a large block: width {size} lies between the live-key count {lo} and "
+                     f"the spare-pair construction's {hi} (MATH.md §4), where only the exact "
+                     "width search (limited to small blocks) decides")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """lo ≤ min width ≤ hi, with a refutation at lo − 1 (None when lo = 1) and a witness."""
+
+    lo: int
+    hi: int
+    below: dict[str, Any] | None
+    above: dict[str, Any]
+
+
+def bounds(block: Block) -> Bounds:
+    assert block.layers is not None and applies(block)
+    layer = block.layers[0]
+    keys = key_classes(layer.up, layer.down)
+    lo, below = 1, None
+    if keys is not None:
+        own = modular.decide(block, block.width, keys.distinct)
+        if own is not None:
+            lo, below = block.width + 1, own.certificate
+        elif keys.live > 1:
+            lo, below = keys.live, key_count_certificate(keys, keys.live - 1)
+    return Bounds(lo, upper_bound(block), below, spare_certificate(block))
+
+
+def bounds_certificate(found: Bounds) -> dict[str, Any]:
+    return {"kind": "minimal width bounds", "lower": found.lo, "upper": found.hi,
+            "below": found.below, "above": found.above}
