@@ -75,13 +75,14 @@ def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str
     coords = [(r, c) for r in rows for c in cols][: m + 1]
     require(len(set(coords)) == m + 1 and all(0 <= r < d and 0 <= c < d for r, c in coords),
             "the grid does not give m+1 distinct coordinates")
-    d_res = {r: down.residues(p, r) for r in set(rows)}
-    u_res = {c: up.residues(p, (slice(None), c)) for c in set(cols)}
-    matrix = [[a * b % p for a, b in zip(d_res[r], u_res[c], strict=True)]
-              + [_residue(skip[r][c], p)] for r, c in coords]
+    d_res, u_res = down.residue_matrix(p), up.residue_matrix(p)
+    r_idx, c_idx = [r for r, _ in coords], [c for _, c in coords]
+    matrix = np.empty((m + 1, m + 1), dtype=np.int64)
+    matrix[:, :m] = d_res[r_idx, :] * u_res[:, c_idx].T % p
+    matrix[:, m] = [_residue(skip[r][c], p) for r, c in coords]
     import flint
 
-    det = int(flint.nmod_mat(matrix, p).det())
+    det = int(flint.nmod_mat(flint.fmpz_mat(m + 1, m + 1, matrix.ravel().tolist()), p).det())
     require(det != 0, "the minor is 0 mod p")
     require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
 

@@ -28,13 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import linalg
 from ..model import Block, Layer, Matrix
 from . import modular
 from .canonical import ridge
 from .decision import Decision, undecided
 
-PRIME = linalg.PRIME
+PRIME = modular.PRIME  # one prime for keys and minor: the checker reads both from it
 METHOD = "§4 key count + spare pairs (large block)"
 CONSTRUCTION = "own neurons + spare pairs"
 
@@ -159,16 +158,30 @@ def witness_layer(block: Block, size: int | None = None) -> Layer:
                  down_bias=None if down_bias is None else tuple(down_bias.tolist()))
 
 
+_LAST: list[tuple[Block, KeyClasses | None, Decision | None]] = []
+
+
+def _analysed(block: Block) -> tuple[KeyClasses | None, Decision | None]:
+    """(residue-key classes, modular-rank refutation at width m or None), kept for the last
+    block: a query asks for its width and its min width bounds, and each needs both (the
+    determinant is most of the work)."""
+    if _LAST and _LAST[0][0] is block:
+        return _LAST[0][1], _LAST[0][2]
+    assert block.layers is not None
+    layer = block.layers[0]
+    keys = key_classes(layer.up, layer.down)
+    own = None if keys is None else modular.decide(block, block.width, keys.distinct)
+    _LAST[:] = [(block, keys, own)]
+    return keys, own
+
+
 def decide(block: Block, size: int) -> Decision:
     """Absorbable at width `size`: refuted below the live-key count (or at width m by the
     modular rank), proved at m + 2·#(non-zero columns of S) and above, else undecided."""
     assert block.layers is not None and applies(block)
-    layer = block.layers[0]
-    keys = key_classes(layer.up, layer.down)
-    if size == block.width and keys is not None:
-        own = modular.decide(block, size, keys.distinct)
-        if own is not None:
-            return own
+    keys, own = _analysed(block)
+    if size == block.width and own is not None:
+        return own
     if keys is not None and size < keys.live:
         return Decision(False, METHOD, key_count_certificate(keys, size),
                         detail=f"{keys.live} live keys need {keys.live} neurons")
@@ -194,15 +207,12 @@ class Bounds:
 
 def bounds(block: Block) -> Bounds:
     assert block.layers is not None and applies(block)
-    layer = block.layers[0]
-    keys = key_classes(layer.up, layer.down)
+    keys, own = _analysed(block)
     lo, below = 1, None
-    if keys is not None:
-        own = modular.decide(block, block.width, keys.distinct)
-        if own is not None:
-            lo, below = block.width + 1, own.certificate
-        elif keys.live > 1:
-            lo, below = keys.live, key_count_certificate(keys, keys.live - 1)
+    if own is not None:
+        lo, below = block.width + 1, own.certificate
+    elif keys is not None and keys.live > 1:
+        lo, below = keys.live, key_count_certificate(keys, keys.live - 1)
     return Bounds(lo, upper_bound(block), below, spare_certificate(block))
 
 
