@@ -61,7 +61,7 @@ def prove(tmp_path, cli, monkeypatch, block: str, claims: str):
     spec = tmp_path / "big.mlp"
     spec.write_text(block + claims, encoding="utf-8")
     run = cli("--crosscheck", "0", "--certificates", "certs", "--json", spec.name)
-    assert run.code in (0, 3), run.out + run.err
+    assert run.code in (0, 1, 3), run.out + run.err
     return run.json()["files"][0]["results"]
 
 
@@ -237,3 +237,20 @@ def test_witness_arrays_equal_the_block(skip, bias, act):
         if down_bias is not None:
             out = out + down_bias
         assert tuple(out) == block.evaluate_exact(x)
+
+
+def test_a_large_plain_block_has_its_min_width_decided(tmp_path, cli, monkeypatch):
+    """S = 0: the construction is the block itself (width m), the m live keys refute m − 1."""
+    block = bf16_block(tmp_path, act="relu", skip="none")
+    results = prove(tmp_path, cli, monkeypatch, block, f"claim min width of Big is {M}\n"
+                                                       f"claim min width of Big is {M - 1}\n")
+    assert [r["outcome"] for r in results] == ["proved", "refuted"]
+    cert = results[0]["certificate"]
+    assert cert["kind"] == "minimal width" and cert["below"]["kind"] == "key count"
+    for claim in (0, 1):
+        verdict, _ = check_document(doc_at(tmp_path, claim)[0])
+        assert verdict.status == "valid", verdict.reason
+    path, doc = doc_at(tmp_path, 0)
+    forged = copy.deepcopy(doc)
+    forged["certificate"]["width"] = M - 1  # the witness is not at this width, nor the count
+    assert verify(forged, weights(path, doc)).status == "invalid"

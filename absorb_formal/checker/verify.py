@@ -369,8 +369,10 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
     family = _family(block)
     require(family[0] in ("relu", "analytic"), f"{cert['kind']} needs an O(a)+N σ")
-    # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0
-    require(not block.get("bias") or family[1] != 0, "§8.1 needs a != 0")
+    # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
+    # key count is issued (and checked) for a ≠ 0 only
+    require((not block.get("bias") and cert["kind"] == "modular rank") or family[1] != 0,
+            f"{cert['kind']} needs a != 0 here")
     require(isinstance(block["layers"], dict), f"{cert['kind']} is issued for blocks stored "
                                                "by their sources")
     require(layers is not None, "the block's weights are not embedded: the checker reads them "
