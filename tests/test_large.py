@@ -200,19 +200,26 @@ def test_forged_key_count_and_factorisation_are_rejected(bounded):
     forged["certificate"]["keys"] = M - 1  # width M − 1 < M − 1 is false: but count is wrong
     assert verify(forged, read).status == "invalid"
     path, doc = doc_at(tmp_path, 0)
-    skipped = copy.deepcopy(doc)
-    skipped["blocks"]["Big"]["skip"] = {"matrix": [[str(int(r == c or (r, c) == (0, 1)))
-                                                    for c in range(D)] for r in range(D)]}
-    assert verify(skipped, weights(path, doc)).status == "valid"  # every column listed
-    narrow = copy.deepcopy(skipped)
-    narrow["certificate"]["columns"] = narrow["certificate"]["columns"][1:]
-    narrow["certificate"]["width"] -= 2
-    assert verify(narrow, weights(path, doc)).status == "invalid"
+    read = weights(path, doc)
+    rank_one = copy.deepcopy(doc)  # S = p qᵀ, p = e0 + e1, q = e0 + 2 e1: rank 1, 2 columns
+    rank_one["blocks"]["Big"]["skip"] = {"matrix": [
+        [str((r < 2) * (1 if c == 0 else 2 if c == 1 else 0)) for c in range(D)]
+        for r in range(D)]}
+    rank_one["certificate"].update(columns=[0], rows=[0], width=M + 2)
+    assert verify(rank_one, read).status == "valid"
+    for columns, rows in (([0], [2]), ([2], [0]), ([], []), ([0, 1], [0, 1])):
+        forged = copy.deepcopy(rank_one)
+        forged["certificate"].update(columns=columns, rows=rows, width=M + 2 * len(columns))
+        assert verify(forged, read).status == "invalid", (columns, rows)
+    scalar = copy.deepcopy(doc)
+    scalar["certificate"]["rows"] = list(range(D))  # S = I: no rows field is expected
+    assert verify(scalar, read).status == "invalid"
 
 
 # ---- the construction, materialised: equal to the block at rational points ---------------
 
-@pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]", "3/2"])
+@pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]", "3/2", "none",
+                                  "[[1, 2], [3, 4]]", "[[0, 0], [0, 0]]"])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("act", ["relu", "leaky_relu(1/4)"])
 def test_witness_arrays_equal_the_block(skip, bias, act):
@@ -225,7 +232,8 @@ def test_witness_arrays_equal_the_block(skip, bias, act):
 """, "t.mlp", __import__("pathlib").Path("."))
     block = spec.blocks["B"]
     up, down, up_bias, down_bias = large.witness_arrays(block)
-    assert up.shape[0] == large.upper_bound(block)
+    rank = {"identity": 2, "3/2": 2, "[[1, 2], [3, 4]]": 2, "[[0, 2], [0, -1]]": 1}.get(skip, 0)
+    assert up.shape[0] == large.upper_bound(block) == 3 + 2 * rank
     sigma = block.activation.scalar.exact
     rng = np.random.default_rng(1)
     for _ in range(12):

@@ -2,10 +2,14 @@
 checked without the block's weights.
 
 The witness is the block's own neurons (same up, biases, down; down bias unchanged) plus, for
-each listed column k of S, the pair S[:,k]/(2a)·(σ(x_k) − σ(−x_k)). With the lemma O(a),
-σ(z) − σ(−z) = 2az (re-proved from σ's formula by `lemmas`, through the caller's family), the
-pairs add Σ_k S[:,k]·x_k, which is S·x exactly when S vanishes off the listed columns. So the
-plain block equals B, and its width is m + 2·#columns.
+each rank-one term p_k q_kᵀ of S, the pair p_k/(2a)·(σ(q_k·x) − σ(−q_k·x)). With the lemma
+O(a), σ(z) − σ(−z) = 2az (re-proved from σ's formula by `lemmas`, through the caller's
+family), the pairs add Σ_k p_k (q_k·x) = S x when the terms sum to S:
+- S = cI (c ≠ 0): the listed columns are every column, p_k = c e_k, q_k = e_k;
+- a matrix S: columns C and rows R with S[R,C] invertible and S = S[:,C]·S[R,C]⁻¹·S[R,:]
+  (a skeleton: p_k = S[:,C_k], q_k = row k of S[R,C]⁻¹·S[R,:]), checked exactly with
+  python-flint's fmpq_mat.
+So the plain block equals B, and its width is m + 2·#columns.
 """
 
 from __future__ import annotations
@@ -38,15 +42,36 @@ def check(block: dict[str, Any], width: int, cert: dict[str, Any],
     columns = [int(k) for k in cert["columns"]]
     require(all(0 <= k < d for k in columns) and columns == sorted(set(columns)),
             "the columns are not increasing indices below d")
-    listed = set(columns)
     skip = block["skip"]
     if "matrix" in skip:
-        rows = skip_rows(block)
-        require(all(row[k] == 0 for row in rows for k in range(d) if k not in listed),
-                "S has a non-zero column that is not listed")
+        _skeleton([list(row) for row in skip_rows(block)], columns, [int(r) for r in cert["rows"]])
     else:
-        require(q(skip["scale"]) == 0 or listed == set(range(d)),
-                "S = cI with c != 0 needs every column")
+        require("rows" not in cert, "S = cI needs no rows")
+        require((q(skip["scale"]) == 0 and not columns) or columns == list(range(d)),
+                "S = cI with c != 0 needs every column, S = 0 none")
     size = int(cert["width"])
     require(size == m + 2 * len(columns), "the width is not m + 2·#columns")
     require(size <= width, f"the witness has width {size} > {width}")
+
+
+def _skeleton(s: list[list[Fraction]], columns: list[int], rows: list[int]) -> None:
+    """S[R,C] invertible and S = S[:,C]·S[R,C]⁻¹·S[R,:], in exact rational arithmetic."""
+    import flint
+
+    d = len(s)
+    require(len(rows) == len(columns) and rows == sorted(set(rows))
+            and all(0 <= r < d for r in rows), "the rows are not |C| increasing indices below d")
+
+    def mat(entries: list[list[Fraction]], n: int, k: int) -> Any:
+        return flint.fmpq_mat(n, k, [flint.fmpq(v.numerator, v.denominator)
+                                     for row in entries for v in row])
+
+    r = len(rows)
+    if r == 0:
+        require(all(v == 0 for row in s for v in row), "S is not 0 but no term is listed")
+        return
+    core = mat([[s[i][j] for j in columns] for i in rows], r, r)
+    require(core.det() != 0, "S[rows, columns] is singular")
+    left = mat([[s[i][j] for j in columns] for i in range(d)], d, r)
+    right = mat([s[i] for i in rows], r, d)
+    require(left * core.inv() * right == mat(s, d, d), "S != S[:,C] S[R,C]^-1 S[R,:]")

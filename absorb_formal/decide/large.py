@@ -13,11 +13,12 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
   (alone on its key, its coefficient is d_i or b·|α|·d_i ≠ 0). Each live key needs a neuron of
   the plain block (§4: p + |Δ| + 2k ≤ m′), so width W < L (L such rows) is not absorbable.
   At width m with all m rows alone the modular rank decides (`modular.py`, §7).
-- Above: the block's own neurons plus, per non-zero column k of S (S = Σ_k S[:,k] e_kᵀ), the
-  spare pair S[:,k]/(2a)·(σ(x_k) − σ(−x_k)) = S[:,k]·x_k (O(a): σ(z) − σ(−z) = 2az); the
-  down bias is unchanged. So the block is absorbable at width m + 2·#(non-zero columns of S)
-  (≥ m + 2·rank S, the bound of §4). The certificate names the construction and the columns;
-  the checker re-derives the lemma and checks that S vanishes off those columns.
+- Above: the block's own neurons plus, per rank-one term p_k q_kᵀ of S, the spare pair
+  p_k/(2a)·(σ(q_k·x) − σ(−q_k·x)) = p_k·(q_k·x) (O(a): σ(z) − σ(−z) = 2az); the down bias is
+  unchanged. S = cI: q_k = e_k (d terms, = rank S); a matrix S: an exact skeleton
+  S = S[:,C]·S[R,C]⁻¹·S[R,:] with |C| = rank S. So the block is absorbable at width
+  m + 2·rank S, the bound of §4. The certificate names the construction, C (and R); the
+  checker re-derives the lemma and the skeleton identity.
 """
 
 from __future__ import annotations
@@ -84,26 +85,73 @@ def _inverse(values: np.ndarray, p: int) -> np.ndarray:
     return out
 
 
-def spare_columns(block: Block) -> list[int]:
-    """The columns k of S with S[:, k] ≠ 0: one spare pair each."""
-    if block.skip.matrix is not None:
-        return [int(k) for k in np.flatnonzero(block.skip.matrix.nonzero().any(axis=0))]
-    return list(range(block.dim)) if block.skip.scale else []
+@dataclass(frozen=True)
+class Factorisation:
+    """S = Σ_k p_k q_kᵀ. Matrix skip: a skeleton S = S[:,C]·S[R,C]⁻¹·S[R,:] with |C| = |R| =
+    rank S (p_k = S[:,C_k], q_k = row k of S[R,C]⁻¹·S[R,:]); S = cI: C = every column,
+    p_k = c·e_k, q_k = e_k, rows None."""
+
+    columns: list[int]
+    rows: list[int] | None
+
+
+def factorisation(block: Block) -> Factorisation:
+    if block.skip.matrix is None:
+        return Factorisation(list(range(block.dim)) if block.skip.scale else [], None)
+    rows = [list(r) for r in block.skip.matrix.rows]
+    return Factorisation(_pivots(rows), _pivots([list(c) for c in zip(*rows, strict=True)]))
+
+
+def _pivots(rows: list[list[Fraction]]) -> list[int]:
+    """The pivot columns of the reduced row echelon form (exact, python-flint fmpq_mat)."""
+    reduced, rank = _fmpq(rows).rref()
+    found = []
+    for i in range(rank):
+        found.append(next(j for j in range(reduced.ncols()) if reduced[i, j] != 0))
+    return found
+
+
+def _fmpq(rows: list[list[Fraction]]) -> Any:
+    import flint
+
+    return flint.fmpq_mat(len(rows), len(rows[0]) if rows else 0,
+                          [flint.fmpq(v.numerator, v.denominator) for r in rows for v in r])
+
+
+def rank_one_terms(block: Block) -> list[tuple[list[Fraction], list[Fraction]]]:
+    """The (p_k, q_k) of `factorisation`, exactly."""
+    found, d = factorisation(block), block.dim
+    if found.rows is None:
+        c = Fraction(block.skip.scale or 0)
+        return [([c if r == k else Fraction(0) for r in range(d)],
+                 [Fraction(int(r == k)) for r in range(d)]) for k in found.columns]
+    assert block.skip.matrix is not None
+    s = [list(r) for r in block.skip.matrix.rows]
+    core = _fmpq([[s[r][c] for c in found.columns] for r in found.rows]).inv()
+    q = core * _fmpq([s[r] for r in found.rows])
+    return [([s[r][c] for r in range(d)],
+             [Fraction(int(q[k, j].p), int(q[k, j].q)) for j in range(d)])
+            for k, c in enumerate(found.columns)]
 
 
 def upper_bound(block: Block) -> int:
-    return block.width + 2 * len(spare_columns(block))
+    return block.width + 2 * len(factorisation(block).columns)
 
 
 def spare_certificate(block: Block) -> dict[str, Any]:
-    columns = spare_columns(block)
-    found = ridge(block.activation)
-    assert found is not None
-    return {"kind": "witness", "check": CONSTRUCTION, "width": block.width + 2 * len(columns),
-            "columns": columns, "a": str(found.a),
-            "argument": "the block's own neurons, up and down biases unchanged, plus for each "
-                        "listed column k of S the pair S[:,k]/(2a)·(σ(x_k) − σ(−x_k)) = "
-                        "S[:,k]·x_k (lemma O(a)); S is 0 off the listed columns"}
+    found = factorisation(block)
+    ridge_ = ridge(block.activation)
+    assert ridge_ is not None
+    cert: dict[str, Any] = {
+        "kind": "witness", "check": CONSTRUCTION, "width": upper_bound(block),
+        "columns": found.columns, "a": str(ridge_.a),
+        "argument": "the block's own neurons, up and down biases unchanged, plus for each "
+                    "rank-one term p q^T of S the pair p/(2a)·(σ(q·x) − σ(−q·x)) = p q·x "
+                    "(lemma O(a)); S = cI: q = e_k for the listed columns; a matrix S: the "
+                    "skeleton S = S[:,columns]·S[rows,columns]^-1·S[rows,:]"}
+    if found.rows is not None:
+        cert["rows"] = found.rows
+    return cert
 
 
 def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
@@ -120,19 +168,19 @@ def witness_arrays(block: Block, size: int | None = None
     pad up to it; default the construction's own width). Computed only when called."""
     assert block.layers is not None and applies(block)
     layer = block.layers[0]
-    found = ridge(block.activation)
-    assert found is not None
-    columns = spare_columns(block)
+    ridge_ = ridge(block.activation)
+    assert ridge_ is not None
+    terms = rank_one_terms(block)
     m, d = layer.up.shape
-    width = max(size or 0, m + 2 * len(columns))
+    width = max(size or 0, m + 2 * len(terms))
     up = np.full((width, d), Fraction(0), dtype=object)
     down = np.full((d, width), Fraction(0), dtype=object)
     up[:m] = np.array(layer.up.rows, dtype=object)
     down[:, :m] = np.array(layer.down.rows, dtype=object)
-    for n, k in enumerate(columns):
+    for n, (p, q) in enumerate(terms):
         pair = m + 2 * n
-        up[pair, k], up[pair + 1, k] = Fraction(1), Fraction(-1)
-        column = [v / (2 * found.a) for v in _skip_column(block, k)]
+        up[pair], up[pair + 1] = q, [-v for v in q]
+        column = [v / (2 * ridge_.a) for v in p]
         down[:, pair] = column
         down[:, pair + 1] = [-v for v in column]
     up_bias = down_bias = None
@@ -142,12 +190,6 @@ def witness_arrays(block: Block, size: int | None = None
     if layer.down_bias is not None:
         down_bias = np.array(list(layer.down_bias), dtype=object)
     return up, down, up_bias, down_bias
-
-
-def _skip_column(block: Block, k: int) -> list[Fraction]:
-    if block.skip.matrix is not None:
-        return [row[k] for row in block.skip.matrix.rows]
-    return [Fraction(block.skip.scale or 0) if r == k else Fraction(0) for r in range(block.dim)]
 
 
 def witness_layer(block: Block, size: int | None = None) -> Layer:
@@ -177,7 +219,7 @@ def _analysed(block: Block) -> tuple[KeyClasses | None, Decision | None]:
 
 def decide(block: Block, size: int) -> Decision:
     """Absorbable at width `size`: refuted below the live-key count (or at width m by the
-    modular rank), proved at m + 2·#(non-zero columns of S) and above, else undecided."""
+    modular rank), proved at m + 2·rank S and above, else undecided."""
     assert block.layers is not None and applies(block)
     keys, own = _analysed(block)
     if size == block.width and own is not None:
