@@ -53,12 +53,18 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path):
 
 def _spare_pairs(block, witness, x):
     """The large-block construction in floats: the block without its skip (own neurons,
-    biases unchanged) plus, per listed column k of S, S[:,k]/(2a)·(σ(x_k) − σ(−x_k))."""
+    biases unchanged) plus, per rank-one term p qᵀ of S, p/(2a)·(σ(q·x) − σ(−q·x)); S = cI:
+    q = e_k; a matrix S: p = S[:,C_k], q = row k of S[R,C]⁻¹·S[R,:]."""
     skip = block.skip.apply_float(np.eye(block.dim)).T  # S as a float matrix
     sigma, a = block.activation.scalar.numpy, float(Fraction(witness["a"]))
+    columns = witness["columns"]
+    p = skip[:, columns]
+    q = np.eye(block.dim)[columns] if "rows" not in witness else \
+        np.linalg.solve(skip[np.ix_(witness["rows"], columns)], skip[witness["rows"], :])
     out = block.evaluate(x) - x @ skip.T
-    for k in witness["columns"]:
-        out += np.outer(sigma(x[:, k]) - sigma(-x[:, k]), skip[:, k]) / (2 * a)
+    for k in range(len(columns)):
+        z = x @ q[k]
+        out += np.outer(sigma(z) - sigma(-z), p[:, k]) / (2 * a)
     return out
 
 
