@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -18,7 +19,7 @@ from absorb_formal.checker import verify
 from absorb_formal.checker.reading import Reading, spec_location
 from absorb_formal.decide import large
 from absorb_formal.language.load import load_text
-from absorb_formal.model import Matrix
+from absorb_formal.model import Matrix, Skip
 
 from .test_arrays import write_safetensors
 from .test_certificate_fields import changed, leaves
@@ -245,6 +246,10 @@ def test_witness_arrays_equal_the_block(skip, bias, act):
         if down_bias is not None:
             out = out + down_bias
         assert tuple(out) == block.evaluate_exact(x)
+    layer = large.witness_layer(block, up.shape[0] + 1)  # one zero neuron more: still equal
+    plain = replace(block, width=up.shape[0] + 1, skip=Skip(2, Fraction(0)), layers=(layer,))
+    for x in ([Fraction(1, 3), Fraction(-2)], [Fraction(5), Fraction(7, 2)]):
+        assert plain.evaluate_exact(x) == block.evaluate_exact(x)
 
 
 def test_a_large_plain_block_has_its_min_width_decided(tmp_path, cli, monkeypatch):
