@@ -200,28 +200,29 @@ def witness_layer(block: Block, size: int | None = None) -> Layer:
                  down_bias=None if down_bias is None else tuple(down_bias.tolist()))
 
 
-_LAST: list[tuple[Block, KeyClasses | None, Decision | None]] = []
+_LAST: dict[str, Any] = {}
 
 
-def _analysed(block: Block) -> tuple[KeyClasses | None, Decision | None]:
-    """(residue-key classes, modular-rank refutation at width m or None), kept for the last
-    block: a query asks for its width and its min width bounds, and each needs both (the
-    determinant is most of the work)."""
-    if _LAST and _LAST[0][0] is block:
-        return _LAST[0][1], _LAST[0][2]
-    assert block.layers is not None
-    layer = block.layers[0]
-    keys = key_classes(layer.up, layer.down)
-    own = None if keys is None else modular.decide(block, block.width, keys.distinct)
-    _LAST[:] = [(block, keys, own)]
-    return keys, own
+def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decision | None]:
+    """(residue-key classes, modular-rank refutation at width m or None; computed only when
+    `own_width`), kept for the last block: a query asks for its width and its min width
+    bounds, and each needs both (the determinant is most of the work)."""
+    if _LAST.get("block") is not block:
+        assert block.layers is not None
+        layer = block.layers[0]
+        _LAST.clear()
+        _LAST.update(block=block, keys=key_classes(layer.up, layer.down))
+    keys = _LAST["keys"]
+    if own_width and "own" not in _LAST:
+        _LAST["own"] = None if keys is None else modular.decide(block, block.width, keys.distinct)
+    return keys, _LAST.get("own")
 
 
 def decide(block: Block, size: int) -> Decision:
     """Absorbable at width `size`: refuted below the live-key count (or at width m by the
     modular rank), proved at m + 2·rank S and above, else undecided."""
     assert block.layers is not None and applies(block)
-    keys, own = _analysed(block)
+    keys, own = _analysed(block, size == block.width)
     if size == block.width and own is not None:
         return own
     if keys is not None and size < keys.live:
@@ -249,7 +250,7 @@ class Bounds:
 
 def bounds(block: Block) -> Bounds:
     assert block.layers is not None and applies(block)
-    keys, own = _analysed(block)
+    keys, own = _analysed(block, True)
     lo, below = 1, None
     if own is not None:
         lo, below = block.width + 1, own.certificate
