@@ -178,19 +178,22 @@ def test_width_bounds_at_both_ends(bounded):
 def test_every_field_of_the_large_certificates_is_checked(bounded):
     tmp_path, _ = bounded
     for line in (0, 2, 3):
-        path, doc = doc_at(tmp_path, line)
-        read = weights(path, doc)
-        assert verify(doc, read).status == "valid"
-        for where, how in leaves(doc["certificate"]):
-            broken = copy.deepcopy(doc)
-            node = broken["certificate"]
-            for key in where[:-1]:
-                node = node[key]
-            if how == "drop":
-                node[where[-1]] = node[where[-1]][:-1]
-            else:
-                node[where[-1]] = changed(node[where[-1]])
-            assert verify(broken, read).status == "invalid", (line, where, how)
+        every_leaf_is_checked(*doc_at(tmp_path, line))
+
+
+def every_leaf_is_checked(path, doc):
+    read = weights(path, doc)
+    assert verify(doc, read).status == "valid"
+    for where, how in leaves(doc["certificate"]):
+        broken = copy.deepcopy(doc)
+        node = broken["certificate"]
+        for key in where[:-1]:
+            node = node[key]
+        if how == "drop":
+            node[where[-1]] = node[where[-1]][:-1]
+        else:
+            node[where[-1]] = changed(node[where[-1]])
+        assert verify(broken, read).status == "invalid", (path, where, how)
 
 
 def test_forged_key_count_and_factorisation_are_rejected(bounded):
@@ -267,3 +270,74 @@ def test_a_large_plain_block_has_its_min_width_decided(tmp_path, cli, monkeypatc
     forged = copy.deepcopy(doc)
     forged["certificate"]["width"] = M - 1  # the witness is not at this width, nor the count
     assert verify(forged, weights(path, doc)).status == "invalid"
+
+
+# ---- biased gated blocks: linear neurons (MATH.md §8) ----------------------------------------
+
+GATED = """block Big {{
+    activation {act}  dim 100  width 900  skip {skip}  bias
+    gate = load("w.npz", "gate")   gate_bias = load("w.npz", "g")
+    up = load("w.npz", "up")       up_bias = load("w.npz", "b")
+    down = load("w.npz", "down")   down_bias = load("w.npz", "c")
+}}
+"""
+
+
+def gated_block(tmp_path, act, skip="identity"):
+    rng = np.random.default_rng(5)
+    small = lambda *shape: rng.integers(-9, 10, size=shape).astype(np.int8)  # noqa: E731
+    np.savez(tmp_path / "w.npz", gate=small(900, 100), up=small(900, 100), down=small(100, 900),
+             g=small(900), b=small(900), c=small(100))
+    return GATED.format(act=act, skip=skip)
+
+
+@pytest.mark.parametrize(("act", "gamma"), [("reglu", "1"), ("glu", "0"), ("bilinear", "1")])
+def test_large_biased_gated_blocks_absorb_with_linear_neurons(tmp_path, cli, monkeypatch, act,
+                                                               gamma):
+    block = gated_block(tmp_path, act)
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    "claim Big is absorbable at width 1000\nclaim Big is absorbable at width 999"
+                    "\nclaim min width of Big is 5\n")
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
+    assert results[0]["certificate"]["gamma"] == gamma
+    assert results[2]["min_width_bounds"] == [1, 1000]
+    for claim in (0, 2):
+        verdict, _ = check_document(doc_at(tmp_path, claim)[0])
+        assert verdict.status == "valid", verdict.reason
+    for claim in (0, 2):
+        every_leaf_is_checked(*doc_at(tmp_path, claim))
+    path, doc = doc_at(tmp_path, 0)
+    for field, value in (("sigma_gamma", "2"), ("gamma", "3"), ("width", 999),
+                         ("columns", list(range(99)))):
+        forged = copy.deepcopy(doc)
+        forged["certificate"][field] = value
+        assert verify(forged, weights(path, doc)).status == "invalid", field
+
+
+@pytest.mark.parametrize("act", ["swiglu", "geglu"])
+def test_gated_blocks_without_a_rational_gate_value_stay_unknown(tmp_path, cli, monkeypatch,
+                                                                 act):
+    [result] = prove(tmp_path, cli, monkeypatch, gated_block(tmp_path, act),
+                     "claim Big is absorbable at width 5000\n")
+    assert result["outcome"] == "unknown"
+
+
+@pytest.mark.parametrize("act", ["reglu", "bilinear", "glu"])
+@pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]", "none"])
+def test_gated_witness_arrays_equal_the_block(act, skip):
+    spec = load_text(f"""block B {{
+    activation {act}  dim 2  width 3  skip {skip}  bias
+    gate = [[1, -1], [2, 1/2], [0, 3]]   gate_bias = [1, 0, -1/2]
+    up = [[1, 2], [-1, 1/2], [3, 0]]     up_bias = [1, -2, 1/2]
+    down = [[1, -2, 1/3], [0, 5, -1]]    down_bias = [3, -1]
+}}
+""", "t.mlp", __import__("pathlib").Path("."))
+    block = spec.blocks["B"]
+    gate, up, down, gate_bias, up_bias, down_bias = large.gated_witness_arrays(block)
+    rank = {"identity": 2, "[[0, 2], [0, -1]]": 1}.get(skip, 0)
+    assert up.shape[0] == 3 + rank
+    sigma = block.activation.scalar.numpy
+    x = np.random.default_rng(2).normal(size=(50, 2))
+    f = lambda a: np.array(a, dtype=np.float64)  # noqa: E731 - the check is numeric
+    hidden = sigma(x @ f(gate).T + f(gate_bias)) * (x @ f(up).T + f(up_bias))
+    assert np.allclose(hidden @ f(down).T + f(down_bias), block.evaluate(x), atol=1e-9)

@@ -10,6 +10,11 @@ family), the pairs add Σ_k p_k (q_k·x) = S x when the terms sum to S:
   (a skeleton: p_k = S[:,C_k], q_k = row k of S[R,C]⁻¹·S[R,:]), checked exactly with
   python-flint's fmpq_mat.
 So the plain block equals B, and its width is m + 2·#columns.
+
+Biased gated blocks (MATH.md §8, linear neurons): a neuron with gate row 0 and gate bias γ
+computes σ(γ)(u·x + β); with σ(γ) rational and ≠ 0 (re-derived here from σ's formula with
+sympy), one such neuron per rank-one term, up row q_k and down p_k/σ(γ), adds Σ_k p_k q_k·x.
+Width m + #columns.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 from .exact import q, skip_rows
 
 CHECK = "own neurons + spare pairs"
+LINEAR = "own neurons + linear neurons"
 
 
 class Invalid(Exception):
@@ -38,7 +44,36 @@ def check(block: dict[str, Any], width: int, cert: dict[str, Any],
     kind, a, _ = family
     require(kind in ("relu", "analytic") and a != 0, "spare pairs need O(a) with a != 0")
     require(q(cert["a"]) == a, f"the stored a is not the re-proved a = {a}")
-    d, m = int(block["dim"]), int(block["width"])
+    columns = _factorisation(block, cert)
+    m = int(block["width"])
+    size = int(cert["width"])
+    require(size == m + 2 * len(columns), "the width is not m + 2·#columns")
+    require(size <= width, f"the witness has width {size} > {width}")
+
+
+def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    """The linear-neuron witness of a biased gated block."""
+    import sympy as sp
+
+    from .lemmas import Z, formula
+
+    require(cert["check"] == LINEAR, "not the linear-neuron construction")
+    require(block["depth"] == 1 and block["activation"]["gated"] and bool(block.get("bias")),
+            "linear neurons need a depth-1 gated block with biases (gate bias γ)")
+    gamma, value = q(cert["gamma"]), q(cert["sigma_gamma"])
+    at = sp.simplify(formula(block["activation"]).subs(Z, sp.Rational(gamma.numerator,
+                                                                      gamma.denominator)))
+    require(value != 0 and at == sp.Rational(value.numerator, value.denominator),
+            f"σ({gamma}) is not {value}")
+    columns = _factorisation(block, cert)
+    size = int(cert["width"])
+    require(size == int(block["width"]) + len(columns), "the width is not m + #columns")
+    require(size <= width, f"the witness has width {size} > {width}")
+
+
+def _factorisation(block: dict[str, Any], cert: dict[str, Any]) -> list[int]:
+    """The listed columns, after checking that the rank-one terms they name sum to S."""
+    d = int(block["dim"])
     columns = [int(k) for k in cert["columns"]]
     require(all(0 <= k < d for k in columns) and columns == sorted(set(columns)),
             "the columns are not increasing indices below d")
@@ -49,9 +84,7 @@ def check(block: dict[str, Any], width: int, cert: dict[str, Any],
         require("rows" not in cert, "S = cI needs no rows")
         require((q(skip["scale"]) == 0 and not columns) or columns == list(range(d)),
                 "S = cI with c != 0 needs every column, S = 0 none")
-    size = int(cert["width"])
-    require(size == m + 2 * len(columns), "the width is not m + 2·#columns")
-    require(size <= width, f"the witness has width {size} > {width}")
+    return columns
 
 
 def _skeleton(s: list[list[Fraction]], columns: list[int], rows: list[int]) -> None:

@@ -100,6 +100,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
 def _bias_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: only certificates of a §8 rule that the checker re-derives with biases."""
     return (_flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
+            or _linear_ok(doc["certificate"])
             or _never_or_table_ok(doc["certificate"])
             or _bias_ok_generic(doc["claim"], doc["certificate"]))
 
@@ -131,6 +132,14 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     if kind == "witness":
         return certificate.get("check") in ("canonical forms equal", spare.CHECK)
     return kind in ("subset search", "canonical forms") + LARGE_REFUTATIONS
+
+
+def _linear_ok(cert: dict[str, Any]) -> bool:
+    """MATH.md §8: the linear-neuron witness of a biased gated block, alone or as the upper
+    end of min width bounds (no lower bound: below is None)."""
+    if cert.get("kind") == "minimal width bounds":
+        return cert["below"] is None and _linear_ok(cert["above"])
+    return cert.get("kind") == "witness" and cert.get("check") == spare.LINEAR
 
 
 def _never_or_table_ok(cert: dict[str, Any]) -> bool:
@@ -170,6 +179,9 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
     if cert.get("check") == spare.CHECK:  # large blocks: a construction, not stored layers
         spare.check(block, width, cert, _family(block))
+        return
+    if cert.get("check") == spare.LINEAR:
+        spare.check_linear(block, width, cert)
         return
     require(block["layers"] is not None, "a witness needs a concrete block")
     layers = cert["layers"]
@@ -393,8 +405,8 @@ def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
     require(claim["kind"] == "min_width" and cert.get("kind") == "minimal width bounds",
             "an unknown outcome carries no certificate but min width bounds")
     blocks = doc["blocks"]
-    require(not blocks[claim["block"]].get("bias") or _keys_ok(blocks, cert),
-            "blocks with biases: no rule for these bounds")
+    require(not blocks[claim["block"]].get("bias") or _keys_ok(blocks, cert)
+            or _linear_ok(cert), "blocks with biases: no rule for these bounds")
     block = blocks[claim["block"]]
     lo, hi = int(cert["lower"]), int(cert["upper"])
     require(1 <= lo < hi, "the bounds do not leave the min width open")

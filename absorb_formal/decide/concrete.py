@@ -187,8 +187,12 @@ def at_width(block: Block, size: int) -> Decision:
 def biased_at_width(block: Block, size: int) -> Decision:
     """MATH.md §8: each part decides its own activations; the rest stays undecided."""
     ridge_ = ridge(block.activation)
-    if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys
-        return large.decide(block, size) if large.applies(block) else undecided(BIASED)
+    if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys; §8 gated
+        if large.applies(block):
+            return large.decide(block, size)
+        if large.gate_constant(block) is not None:
+            return large.decide_gated(block, size)
+        return undecided(BIASED)
     cf = biased_keys(block)
     if cf is not None:  # §8.1: §4's width search over affine keys
         return ridge_width(cf, block, size)
@@ -219,7 +223,7 @@ def minimal_width(block: Block) -> MinWidth:
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
     if too_large(block):
-        if large.applies(block):
+        if large.applies(block) or large.gate_constant(block) is not None:
             return large_minimal_width(block)
         return MinWidth(False, reason=BIASED if block.biased else too_large(block))
     if block.biased and biased_keys(block) is None:
@@ -246,13 +250,16 @@ def large_minimal_width(block: Block) -> MinWidth:
     """Large blocks: the proved bounds lo ≤ min width ≤ hi (`large.bounds`); decided when
     they meet, else unknown with both bounds certified."""
     found = large.bounds(block)
+    method = large.METHOD if large.applies(block) else large.METHOD_GATED
     if found.lo == found.hi:
-        return MinWidth(True, found.hi, large.METHOD, {
+        return MinWidth(True, found.hi, method, {
             "kind": "minimal width", "width": found.hi, "witness": found.above,
             "below": found.below})
-    return MinWidth(False, method=large.METHOD, certificate=large.bounds_certificate(found),
+    return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
                     reason=f"min width is between {found.lo} and {found.hi} (large block: "
-                           "live-key count or modular rank below, spare pairs above)",
+                           + ("live-key count or modular rank below, spare pairs above)"
+                              if large.applies(block) else
+                              "linear neurons above; no lower bound for gated blocks)"),
                     bounds=(found.lo, found.hi))
 
 

@@ -19,6 +19,11 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
   S = S[:,C]·S[R,C]⁻¹·S[R,:] with |C| = rank S. So the block is absorbable at width
   m + 2·rank S, the bound of §4. The certificate names the construction, C (and R); the
   checker re-derives the lemma and the skeleton identity.
+- Gated blocks with biases (MATH.md §8, "linear neurons"): a neuron with gate row 0 and gate
+  bias γ computes σ(γ)·(u·x + β). When σ(γ) is rational and ≠ 0 (reglu, bilinear: γ = 1;
+  glu: γ = 0, σ(0) = 1/2), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x) per
+  rank-one term absorb the block at width m + rank S. swiglu and geglu have no rational
+  σ(γ) ≠ 0 at a rational γ: unknown. No lower bound is proved for gated blocks (lo = 1).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Block, Layer, Matrix
+from ..properties import properties
 from . import modular
 from .canonical import ridge
 from .decision import Decision, undecided
@@ -37,6 +43,19 @@ from .decision import Decision, undecided
 PRIME = modular.PRIME  # one prime for keys and minor: the checker reads both from it
 METHOD = "§4 key count + spare pairs (large block)"
 CONSTRUCTION = "own neurons + spare pairs"
+LINEAR = "own neurons + linear neurons"
+METHOD_GATED = "§8 linear neurons (large block)"
+
+
+def gate_constant(block: Block) -> tuple[Fraction, Fraction] | None:
+    """(γ, σ(γ)) with σ(γ) rational and ≠ 0, for a biased depth-1 gated block; else None."""
+    if (not block.activation.gated or not block.biased or block.depth != 1
+            or block.layers is None):
+        return None
+    if block.activation.is_rational and block.activation.scalar.exact(Fraction(1)) != 0:
+        return Fraction(1), block.activation.scalar.exact(Fraction(1))
+    at_zero = properties(block.activation).sigma_at_zero
+    return (Fraction(0), at_zero) if at_zero else None
 
 
 def applies(block: Block) -> bool:
@@ -138,6 +157,20 @@ def upper_bound(block: Block) -> int:
     return block.width + 2 * len(factorisation(block).columns)
 
 
+def linear_certificate(block: Block) -> dict[str, Any]:
+    found, gamma = factorisation(block), gate_constant(block)
+    assert gamma is not None
+    cert: dict[str, Any] = {
+        "kind": "witness", "check": LINEAR, "width": block.width + len(found.columns),
+        "columns": found.columns, "gamma": str(gamma[0]), "sigma_gamma": str(gamma[1]),
+        "argument": "the block's own neurons, biases unchanged, plus for each rank-one term "
+                    "p q^T of S a linear neuron: gate row 0, gate bias gamma, up row q, up "
+                    "bias 0, down p/sigma(gamma); factorisation as for spare pairs"}
+    if found.rows is not None:
+        cert["rows"] = found.rows
+    return cert
+
+
 def spare_certificate(block: Block) -> dict[str, Any]:
     found = factorisation(block)
     ridge_ = ridge(block.activation)
@@ -165,7 +198,8 @@ def witness_arrays(block: Block, size: int | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The plain witness of the construction above as exact object arrays of Fractions:
     (up m′×d, down d×m′, up_bias m′ or None, down_bias d or None), m′ = `size` (zero neurons
-    pad up to it; default the construction's own width). Computed only when called."""
+    pad up to it; default the construction's own width). Computed only when called.
+    Gated blocks: `gated_witness_arrays`."""
     assert block.layers is not None and applies(block)
     layer = block.layers[0]
     ridge_ = ridge(block.activation)
@@ -173,16 +207,47 @@ def witness_arrays(block: Block, size: int | None = None
     terms = rank_one_terms(block)
     m, d = layer.up.shape
     width = max(size or 0, m + 2 * len(terms))
-    up = np.full((width, d), Fraction(0), dtype=object)
-    down = np.full((d, width), Fraction(0), dtype=object)
-    up[:m] = np.array(layer.up.rows, dtype=object)
-    down[:, :m] = np.array(layer.down.rows, dtype=object)
+    up, down, up_bias, down_bias = _own(layer, width, d)
     for n, (p, q) in enumerate(terms):
         pair = m + 2 * n
         up[pair], up[pair + 1] = q, [-v for v in q]
         column = [v / (2 * ridge_.a) for v in p]
         down[:, pair] = column
         down[:, pair + 1] = [-v for v in column]
+    return up, down, up_bias, down_bias
+
+
+def gated_witness_arrays(block: Block, size: int | None = None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(gate, up, down, gate_bias, up_bias, down_bias) of the linear-neuron witness of a
+    biased gated block, as exact object arrays of Fractions, width max(size, m + rank S)."""
+    gamma = gate_constant(block)
+    assert block.layers is not None and gamma is not None
+    layer = block.layers[0]
+    assert layer.gate is not None
+    terms = rank_one_terms(block)
+    m, d = layer.up.shape
+    width = max(size or 0, m + len(terms))
+    up, down, up_bias, down_bias = _own(layer, width, d)
+    gate = np.full((width, d), Fraction(0), dtype=object)
+    gate[:m] = np.array(layer.gate.rows, dtype=object)
+    gate_bias = np.full(width, Fraction(0), dtype=object)
+    gate_bias[:m] = list(layer.gate_bias or (Fraction(0),) * m)
+    for n, (p, q) in enumerate(terms):
+        up[m + n] = q
+        gate_bias[m + n] = gamma[0]
+        down[:, m + n] = [v / gamma[1] for v in p]
+    return gate, up, down, gate_bias, up_bias, down_bias
+
+
+def _own(layer: Layer, width: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
+                                                    np.ndarray | None]:
+    """The layer's own up, down and biases, zero-padded to `width` neurons."""
+    m = layer.up.shape[0]
+    up = np.full((width, d), Fraction(0), dtype=object)
+    down = np.full((d, width), Fraction(0), dtype=object)
+    up[:m] = np.array(layer.up.rows, dtype=object)
+    down[:, :m] = np.array(layer.down.rows, dtype=object)
     up_bias = down_bias = None
     if layer.up_bias is not None:
         up_bias = np.full(width, Fraction(0), dtype=object)
@@ -238,6 +303,16 @@ def decide(block: Block, size: int) -> Decision:
                      "width search (limited to small blocks) decides")
 
 
+def decide_gated(block: Block, size: int) -> Decision:
+    """Biased gated blocks with a rational σ(γ) ≠ 0: absorbable at m + rank S and above."""
+    hi = block.width + len(factorisation(block).columns)
+    if size >= hi:
+        return Decision(True, METHOD_GATED, linear_certificate(block),
+                        detail=f"own {block.width} neurons + {hi - block.width} linear neurons")
+    return undecided(f"a large biased gated block: width {size} is below the linear-neuron "
+                     f"construction's {hi} (MATH.md §8), and no rule decides it there")
+
+
 @dataclass(frozen=True)
 class Bounds:
     """lo ≤ min width ≤ hi, with a refutation at lo − 1 (None when lo = 1) and a witness."""
@@ -249,6 +324,9 @@ class Bounds:
 
 
 def bounds(block: Block) -> Bounds:
+    if gate_constant(block) is not None:
+        return Bounds(1, block.width + len(factorisation(block).columns), None,
+                      linear_certificate(block))
     assert block.layers is not None and applies(block)
     keys, own = _analysed(block, True)
     lo, below = 1, None
