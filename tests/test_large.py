@@ -341,3 +341,46 @@ def test_gated_witness_arrays_equal_the_block(act, skip):
     f = lambda a: np.array(a, dtype=np.float64)  # noqa: E731 - the check is numeric
     hidden = sigma(x @ f(gate).T + f(gate_bias)) * (x @ f(up).T + f(up_bias))
     assert np.allclose(hidden @ f(down).T + f(down_bias), block.evaluate(x), atol=1e-9)
+
+
+# ---- biased relu² and square: square quadruples (MATH.md §8) --------------------------------
+
+@pytest.mark.parametrize("act", ["relu^2", "square", "poly[0, 1, 3, 5]"])
+@pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]"])
+def test_square_witness_arrays_equal_the_block(act, skip):
+    spec = load_text(f"""block B {{
+    activation {act}  dim 2  width 3  skip {skip}  bias
+    up = [[1, 2], [-1, 1/2], [3, 0]]     up_bias = [1, -2, 1/2]
+    down = [[1, -2, 1/3], [0, 5, -1]]    down_bias = [3, -1]
+}}
+""", "t.mlp", __import__("pathlib").Path("."))
+    block = spec.blocks["B"]
+    up, down, up_bias, down_bias = large.square_witness_arrays(block)
+    assert up.shape[0] == 3 + 4 * (2 if skip == "identity" else 1)
+    sigma = block.activation.scalar.exact
+    for x in ([Fraction(1, 3), Fraction(-2)], [Fraction(5), Fraction(7, 2)], [0, 1]):
+        x = [Fraction(v) for v in x]
+        out = down.dot(np.array([sigma(h) for h in up.dot(np.array(x, dtype=object)) + up_bias],
+                                dtype=object)) + down_bias
+        assert tuple(out) == block.evaluate_exact(x)
+
+
+@pytest.mark.parametrize("act", ["relu^2", "square"])
+def test_large_biased_relu2_blocks_absorb_with_square_quadruples(tmp_path, cli, monkeypatch,
+                                                                  act):
+    rng = np.random.default_rng(6)
+    small = lambda *shape: rng.integers(-9, 10, size=shape).astype(np.int8)  # noqa: E731
+    np.savez(tmp_path / "w.npz", up=small(1300, 100), down=small(100, 1300), b=small(1300),
+             c=small(100))
+    block = f"""block Big {{
+    activation {act}  dim 100  width 1300  skip identity  bias
+    up = load("w.npz", "up")       up_bias = load("w.npz", "b")
+    down = load("w.npz", "down")   down_bias = load("w.npz", "c")
+}}
+"""
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    "claim Big is absorbable at width 1700\nclaim Big is absorbable at width 1699"
+                    "\nclaim min width of Big is 5\n")
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
+    for claim in (0, 2):
+        every_leaf_is_checked(*doc_at(tmp_path, claim))

@@ -15,6 +15,10 @@ Biased gated blocks (MATH.md §8, linear neurons): a neuron with gate row 0 and 
 computes σ(γ)(u·x + β); with σ(γ) rational and ≠ 0 (re-derived here from σ's formula with
 sympy), one such neuron per rank-one term, up row q_k and down p_k/σ(γ), adds Σ_k p_k q_k·x.
 Width m + #columns.
+
+relu² and square with biases (MATH.md §8): with the lemma σ(z) + σ(−z) = v z² (re-proved by
+`lemmas`, v ≠ 0), four neurons per rank-one term, p_k/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) −
+σ(−ℓ+1)) with ℓ = q_k·x, add p_k·v((ℓ+1)² − (ℓ−1)²)/(4v) = p_k ℓ. Width m + 4·#columns.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from .exact import q, skip_rows
 
 CHECK = "own neurons + spare pairs"
 LINEAR = "own neurons + linear neurons"
+QUADRUPLES = "own neurons + square quadruples"
 
 
 class Invalid(Exception):
@@ -68,6 +73,21 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     columns = _factorisation(block, cert)
     size = int(cert["width"])
     require(size == int(block["width"]) + len(columns), "the width is not m + #columns")
+    require(size <= width, f"the witness has width {size} > {width}")
+
+
+def check_square(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    """The square-quadruple witness of a biased relu² or square block."""
+    from .lemmas import holds
+
+    require(cert["check"] == QUADRUPLES, "not the square-quadruple construction")
+    require(block["depth"] == 1 and not block["activation"]["gated"] and bool(block.get("bias")),
+            "square quadruples need a depth-1 ungated block with biases (offsets ±1)")
+    v = q(cert["v"])
+    require(v != 0 and holds(block["activation"], "Sq", v), f"σ(z) + σ(−z) = {v} z² fails")
+    columns = _factorisation(block, cert)
+    size = int(cert["width"])
+    require(size == int(block["width"]) + 4 * len(columns), "the width is not m + 4·#columns")
     require(size <= width, f"the witness has width {size} > {width}")
 
 

@@ -135,11 +135,13 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
 
 
 def _linear_ok(cert: dict[str, Any]) -> bool:
-    """MATH.md §8: the linear-neuron witness of a biased gated block, alone or as the upper
-    end of min width bounds (no lower bound: below is None)."""
+    """MATH.md §8: the linear-neuron witness of a biased gated block or the square quadruples
+    of a biased relu² / square block, alone or as the upper end of min width bounds (no
+    lower bound: below is None)."""
     if cert.get("kind") == "minimal width bounds":
         return cert["below"] is None and _linear_ok(cert["above"])
-    return cert.get("kind") == "witness" and cert.get("check") == spare.LINEAR
+    return cert.get("kind") == "witness" and cert.get("check") in (spare.LINEAR,
+                                                                    spare.QUADRUPLES)
 
 
 def _never_or_table_ok(cert: dict[str, Any]) -> bool:
@@ -182,6 +184,9 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         return
     if cert.get("check") == spare.LINEAR:
         spare.check_linear(block, width, cert)
+        return
+    if cert.get("check") == spare.QUADRUPLES:
+        spare.check_square(block, width, cert)
         return
     require(block["layers"] is not None, "a witness needs a concrete block")
     layers = cert["layers"]

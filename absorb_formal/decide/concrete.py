@@ -190,8 +190,8 @@ def biased_at_width(block: Block, size: int) -> Decision:
     if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys; §8 gated
         if large.applies(block):
             return large.decide(block, size)
-        if large.gate_constant(block) is not None:
-            return large.decide_gated(block, size)
+        if large.construction(block) is not None:
+            return large.decide_construction(block, size)
         return undecided(BIASED)
     cf = biased_keys(block)
     if cf is not None:  # §8.1: §4's width search over affine keys
@@ -223,7 +223,7 @@ def minimal_width(block: Block) -> MinWidth:
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
     if too_large(block):
-        if large.applies(block) or large.gate_constant(block) is not None:
+        if large.construction(block) is not None:
             return large_minimal_width(block)
         return MinWidth(False, reason=BIASED if block.biased else too_large(block))
     if block.biased and biased_keys(block) is None:
@@ -259,7 +259,7 @@ def large_minimal_width(block: Block) -> MinWidth:
                     reason=f"min width is between {found.lo} and {found.hi} (large block: "
                            + ("live-key count or modular rank below, spare pairs above)"
                               if large.applies(block) else
-                              "linear neurons above; no lower bound for gated blocks)"),
+                              "a construction above; no lower-bound rule for this activation)"),
                     bounds=(found.lo, found.hi))
 
 

@@ -24,6 +24,9 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
   glu: γ = 0, σ(0) = 1/2), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x) per
   rank-one term absorb the block at width m + rank S. swiglu and geglu have no rational
   σ(γ) ≠ 0 at a rational γ: unknown. No lower bound is proved for gated blocks (lo = 1).
+- relu² and square with biases (MATH.md §8): σ(z) + σ(−z) = v z² (v = 1, 2), so
+  p·ℓ = p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) with ℓ = q·x: four neurons per
+  rank-one term, width m + 4·rank S. No lower bound (lo = 1).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ PRIME = modular.PRIME  # one prime for keys and minor: the checker reads both fr
 METHOD = "§4 key count + spare pairs (large block)"
 CONSTRUCTION = "own neurons + spare pairs"
 LINEAR = "own neurons + linear neurons"
-METHOD_GATED = "§8 linear neurons (large block)"
+QUADRUPLES = "own neurons + square quadruples"
+METHOD_GATED = "§8 linear neurons / square quadruples (large block)"
 
 
 def gate_constant(block: Block) -> tuple[Fraction, Fraction] | None:
@@ -56,6 +60,34 @@ def gate_constant(block: Block) -> tuple[Fraction, Fraction] | None:
         return Fraction(1), block.activation.scalar.exact(Fraction(1))
     at_zero = properties(block.activation).sigma_at_zero
     return (Fraction(0), at_zero) if at_zero else None
+
+
+def square_constant(block: Block) -> Fraction | None:
+    """v with σ(z) + σ(−z) = v z² (relu²: 1, square: 2, a polynomial whose even part is c2·z²:
+    2·c2), for a biased depth-1 ungated block."""
+    if (block.activation.gated or not block.biased or block.depth != 1
+            or block.layers is None):
+        return None
+    scalar = block.activation.scalar
+    if scalar.kind == "relu_pow" and scalar.power == 2:
+        return Fraction(1)
+    if scalar.kind == "poly":  # square and kin: even part c2·z² exactly, so v = 2·c2
+        c = [Fraction(x) for x in scalar.coeffs] + [Fraction(0)] * 3
+        if c[0] == 0 and c[2] != 0 and all(x == 0 for x in c[4::2]):
+            return 2 * c[2]
+    return None
+
+
+def construction(block: Block) -> dict[str, Any] | None:
+    """The certificate of the construction that absorbs this large block at its width, if
+    any: spare pairs (O(a)+N), linear neurons (biased gated), square quadruples (relu²)."""
+    if applies(block):
+        return spare_certificate(block)
+    if gate_constant(block) is not None:
+        return linear_certificate(block)
+    if square_constant(block) is not None:
+        return square_certificate(block)
+    return None
 
 
 def applies(block: Block) -> bool:
@@ -171,6 +203,21 @@ def linear_certificate(block: Block) -> dict[str, Any]:
     return cert
 
 
+def square_certificate(block: Block) -> dict[str, Any]:
+    found, v = factorisation(block), square_constant(block)
+    assert v is not None
+    cert: dict[str, Any] = {
+        "kind": "witness", "check": QUADRUPLES, "width": block.width + 4 * len(found.columns),
+        "columns": found.columns, "v": str(v),
+        "argument": "the block's own neurons, biases unchanged, plus for each rank-one term "
+                    "p q^T of S the neurons p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) "
+                    "= p ℓ, ℓ = q·x (lemma σ(z) + σ(−z) = v z²); factorisation as for spare "
+                    "pairs"}
+    if found.rows is not None:
+        cert["rows"] = found.rows
+    return cert
+
+
 def spare_certificate(block: Block) -> dict[str, Any]:
     found = factorisation(block)
     ridge_ = ridge(block.activation)
@@ -240,6 +287,26 @@ def gated_witness_arrays(block: Block, size: int | None = None) -> tuple[
     return gate, up, down, gate_bias, up_bias, down_bias
 
 
+def square_witness_arrays(block: Block, size: int | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(up, down, up_bias, down_bias) of the square-quadruple witness (relu², square)."""
+    v = square_constant(block)
+    assert block.layers is not None and v is not None
+    layer = block.layers[0]
+    terms = rank_one_terms(block)
+    m, d = layer.up.shape
+    width = max(size or 0, m + 4 * len(terms))
+    up, down, up_bias, down_bias = _own(layer, width, d)
+    assert up_bias is not None
+    for n, (p, q) in enumerate(terms):
+        for j, (sign, offset, weight) in enumerate(((1, 1, 1), (-1, -1, 1), (1, -1, -1),
+                                                     (-1, 1, -1))):
+            up[m + 4 * n + j] = [sign * v_ for v_ in q]
+            up_bias[m + 4 * n + j] = Fraction(offset)
+            down[:, m + 4 * n + j] = [weight * v_ / (4 * v) for v_ in p]
+    return up, down, up_bias, down_bias
+
+
 def _own(layer: Layer, width: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
                                                     np.ndarray | None]:
     """The layer's own up, down and biases, zero-padded to `width` neurons."""
@@ -303,14 +370,17 @@ def decide(block: Block, size: int) -> Decision:
                      "width search (limited to small blocks) decides")
 
 
-def decide_gated(block: Block, size: int) -> Decision:
-    """Biased gated blocks with a rational σ(γ) ≠ 0: absorbable at m + rank S and above."""
-    hi = block.width + len(factorisation(block).columns)
+def decide_construction(block: Block, size: int) -> Decision:
+    """Blocks with a construction but no lower-bound rule (biased gated, relu², square):
+    absorbable at the construction's width and above, else undecided."""
+    found = construction(block)
+    assert found is not None
+    hi = int(found["width"])
     if size >= hi:
-        return Decision(True, METHOD_GATED, linear_certificate(block),
-                        detail=f"own {block.width} neurons + {hi - block.width} linear neurons")
-    return undecided(f"a large biased gated block: width {size} is below the linear-neuron "
-                     f"construction's {hi} (MATH.md §8), and no rule decides it there")
+        return Decision(True, METHOD_GATED, found,
+                        detail=f"own {block.width} neurons + {hi - block.width} more")
+    return undecided(f"a large biased block: width {size} is below the construction's {hi} "
+                     "(MATH.md §8), and no rule decides it there")
 
 
 @dataclass(frozen=True)
@@ -324,9 +394,10 @@ class Bounds:
 
 
 def bounds(block: Block) -> Bounds:
-    if gate_constant(block) is not None:
-        return Bounds(1, block.width + len(factorisation(block).columns), None,
-                      linear_certificate(block))
+    if not applies(block):
+        found = construction(block)
+        assert found is not None
+        return Bounds(1, int(found["width"]), None, found)
     assert block.layers is not None and applies(block)
     keys, own = _analysed(block, True)
     lo, below = 1, None
