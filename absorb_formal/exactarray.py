@@ -84,7 +84,11 @@ def residues(array: np.ndarray, p: int) -> np.ndarray:
                          dtype=np.int64).reshape(mantissas.shape)
     else:
         whole = mantissas % p
-    powers = {int(s): pow(2, int(s) % (p - 1), p) for s in np.unique(exponents)}
-    scale = np.vectorize(powers.__getitem__, otypes=[np.int64])(exponents) \
-        if exponents.size else exponents
-    return (whole * scale) % p
+    # few distinct exponents: 2^E mod p once per exponent, then a table lookup (no per-entry
+    # Python call: a GPT-2-sized matrix has millions of entries)
+    if not exponents.size:
+        return whole % p
+    low = int(exponents.min())
+    table = np.array([pow(2, s % (p - 1), p) for s in range(low, int(exponents.max()) + 1)],
+                     dtype=np.int64)  # float exponents span a few thousand values at most
+    return (whole * table[exponents - low]) % p

@@ -71,6 +71,13 @@ class Matrix:
             return None
         return np.array(grid, dtype=np.int64).reshape(len(rows), len(cols))
 
+    def nonzero(self) -> np.ndarray:
+        """Which entries are exactly non-zero (bool; a float is 0 exactly when it compares equal
+        to 0, so a loaded array needs no conversion)."""
+        if self._array is not None:
+            return np.asarray(self._array != 0)
+        return np.array([[v != 0 for v in r] for r in self.rows], dtype=bool).reshape(self.shape)
+
     @functools.cached_property
     def floats(self) -> np.ndarray:
         """The entries as float64, rounded where a rational has no float64 (0.3, long double,

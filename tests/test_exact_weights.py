@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from absorb_formal import exactarray
-from absorb_formal.decide import concrete, modular
+from absorb_formal.decide import concrete, large
 from absorb_formal.linalg import PRIME
 from absorb_formal.model import Matrix
 
@@ -127,7 +127,7 @@ def test_modular_rank_sees_exact_values(variant):
         block = _large_absorbable([Fraction(3, 10) + r for r in range(30)], **SMALL)
     else:
         block = _large_absorbable(big_entry=2**53 + 1, **SMALL)
-    assert modular.decide(block, 200) is None  # vec S is in the span: every minor is 0
+    assert large.decide(block, 200).absorbable is None  # vec S in the span: minors are 0
 
 
 def test_modular_rank_still_refutes_generic_blocks():
@@ -138,8 +138,9 @@ def test_modular_rank_still_refutes_generic_blocks():
 
     for block in (_large_absorbable([Fraction(3, 10)] * 30, **SMALL),
                   _large_absorbable(big_entry=2**53 + 1, **SMALL)):
-        decision = modular.decide(replace(block, skip=Skip(30, scale=Fraction(1))), 200)
-        assert decision is not None and decision.absorbable is False
+        decision = large.decide(replace(block, skip=Skip(30, scale=Fraction(1))), 200)
+        assert decision.absorbable is False and decision.certificate is not None
+        assert decision.certificate["kind"] == "modular rank"
 
 
 def test_large_absorbable_block_is_not_refuted():

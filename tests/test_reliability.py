@@ -94,13 +94,18 @@ def test_concrete_blocks_too_large_for_exact_work_are_refused_with_advice(cli, t
   up = load("w.npz", "up") down = load("w.npz", "down") }
 block W { activation swiglu dim 400 width 400
   gate = load("w.npz", "gate") up = load("w.npz", "up") down = load("w.npz", "down") }
+block I { activation identity dim 400 width 400
+  up = load("w.npz", "up") down = load("w.npz", "down") }
 claim R is not absorbable   # expect: unknown
 claim W is not absorbable
+claim I is not absorbable   # expect: unknown
 """)
     run = cli("--expect", spec)
     assert run.code == 0, run.out + run.err
+    # R: 398 live keys (rows 0, 1 share one) below, the spare pairs at 400 + 2·400 above
+    assert "width 400 lies between the live-key count 398 and" in run.out
     assert "limited to 250000: decide a smaller block, or state the claim about the family" \
-        in run.out
+        in run.out  # I: no large-block rule for the identity activation
     assert "T4 flatness" in run.out
 
 

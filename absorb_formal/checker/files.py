@@ -95,6 +95,24 @@ class Dyadic:
         return [(-1 if n else 1) * m * pow(2, e, p) % p
                 for n, m, e in zip(neg, mag, exp, strict=True)]
 
+    def nonzero(self) -> np.ndarray:
+        """Which entries are non-zero (mag ≠ 0), as a bool array of the same shape."""
+        return np.asarray(self.mag != 0)
+
+    def residue_matrix(self, p: int) -> np.ndarray:
+        """Every entry mod an odd prime p < 2^31 (int64), vectorised: mag mod p times 2^exp mod
+        p, from a table over the few exponents that occur."""
+        if p % 2 == 0 or p >= 2**31:
+            raise FileError("residues need an odd modulus below 2^31")
+        whole = (self.mag % np.uint64(p)).astype(np.int64)
+        whole = np.where(self.neg, (p - whole) % p, whole)
+        if not self.exp.size:
+            return whole
+        low = int(self.exp.min())
+        table = np.array([pow(2, e, p) for e in range(low, int(self.exp.max()) + 1)],
+                         dtype=np.int64)
+        return whole * table[self.exp - low] % p
+
 
 def _fraction(neg: bool, mag: int, exp: int) -> Fraction:
     value = Fraction(mag << exp) if exp >= 0 else Fraction(mag, 1 << -exp)

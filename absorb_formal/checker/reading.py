@@ -21,6 +21,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .files import Dyadic, FileError, read_array, sha256_file
 from .modular import Layers
 from .source import (
@@ -66,6 +68,14 @@ class Rational:
             if x.denominator % p == 0:
                 raise FileError(f"a denominator is divisible by {p}")
         return [x.numerator * pow(x.denominator, -1, p) % p for x in items]
+
+    def nonzero(self) -> np.ndarray:
+        return np.array([[x != 0 for x in row] for row in self.values],
+                        dtype=bool).reshape(self.shape)
+
+    def residue_matrix(self, p: int) -> np.ndarray:
+        return np.array([self.residues(p, i) for i in range(self.shape[0])],
+                        dtype=np.int64).reshape(self.shape)
 
 
 Exact = Dyadic | Rational

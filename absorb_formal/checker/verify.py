@@ -13,7 +13,7 @@ from typing import Any
 
 from sympy.polys.polyerrors import BasePolynomialError
 
-from . import exact, flips, forms, generic, lemmas, modular, smt
+from . import exact, flips, forms, generic, lemmas, modular, smt, spare
 from .exact import Rows, q
 
 FORMAT = "absorb_formal certificate 2"
@@ -52,7 +52,7 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
             verdict = _verify(doc, weights or {})
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
-    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid) as error:
+    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
             BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
@@ -63,8 +63,9 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     require(isinstance(doc, dict) and doc.get("format") == FORMAT, "not a certificate document")
     claim, outcome, certificate = doc["claim"], doc["outcome"], doc["certificate"]
     if outcome == "unknown":
-        require(certificate is None, "an unknown outcome carries no certificate")
-        return Verdict("unchecked", "unknown outcome: nothing to check")
+        if certificate is None:
+            return Verdict("unchecked", "unknown outcome: nothing to check")
+        return _bounds(doc, weights)
     require(outcome in ("proved", "refuted"), f"unexpected outcome {outcome!r}")
     require(isinstance(certificate, dict), "a decided outcome needs a certificate")
     proved = outcome == "proved"
@@ -79,10 +80,8 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     if kind == "absorbable":
         if proved == (claim["modality"] == ""):
             absorbable(block, width, certificate)
-        elif certificate.get("kind") == "modular rank":
-            _modular_rank(block, width, certificate, weights.get(claim["block"]))
         else:
-            not_absorbable(block, width, certificate)
+            _refutation(block, width, certificate, weights.get(claim["block"]))
     elif kind == "family":
         truth = family_truth(block, claim["modality"], width, certificate)
         require(truth == proved, f"the certificate shows '{claim['modality']}' is {truth}")
@@ -90,7 +89,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
         equal = equality(block, doc["blocks"][claim["other"]], certificate)
         require(equal == proved, f"the certificate shows equality is {equal}")
     elif kind == "min_width":
-        value = min_width(block, certificate)
+        value = min_width(block, certificate, weights.get(claim["block"]))
         require((value == claim["min_width"]) == proved,
                 f"the certificate shows min width {'none' if value is None else value}")
     else:
@@ -101,6 +100,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
 def _bias_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: only certificates of a §8 rule that the checker re-derives with biases."""
     return (_flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
+            or _linear_ok(doc["certificate"])
             or _never_or_table_ok(doc["certificate"])
             or _bias_ok_generic(doc["claim"], doc["certificate"]))
 
@@ -126,9 +126,22 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     if kind == "minimal width":
         return all(_keys_ok(blocks, part) for part in (certificate["witness"],
                                                         certificate["below"]) if part)
+    if kind == "minimal width bounds":
+        return all(_keys_ok(blocks, part) for part in (certificate["above"],
+                                                        certificate["below"]) if part)
     if kind == "witness":
-        return certificate.get("check") == "canonical forms equal"
-    return kind in ("subset search", "canonical forms", "modular rank")
+        return certificate.get("check") in ("canonical forms equal", spare.CHECK)
+    return kind in ("subset search", "canonical forms") + LARGE_REFUTATIONS
+
+
+def _linear_ok(cert: dict[str, Any]) -> bool:
+    """MATH.md §8: the linear-neuron witness of a biased gated block or the square quadruples
+    of a biased relu² / square block, alone or as the upper end of min width bounds (no
+    lower bound: below is None)."""
+    if cert.get("kind") == "minimal width bounds":
+        return cert["below"] is None and _linear_ok(cert["above"])
+    return cert.get("kind") == "witness" and cert.get("check") in (spare.LINEAR,
+                                                                    spare.QUADRUPLES)
 
 
 def _never_or_table_ok(cert: dict[str, Any]) -> bool:
@@ -166,6 +179,15 @@ def _bias_ok_generic(claim: dict[str, Any], cert: dict[str, Any]) -> bool:
 def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     """The certificate is a plain stack of width ≤ `width` equal to the block."""
     require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
+    if cert.get("check") == spare.CHECK:  # large blocks: a construction, not stored layers
+        spare.check(block, width, cert, _family(block))
+        return
+    if cert.get("check") == spare.LINEAR:
+        spare.check_linear(block, width, cert)
+        return
+    if cert.get("check") == spare.QUADRUPLES:
+        spare.check_square(block, width, cert)
+        return
     require(block["layers"] is not None, "a witness needs a concrete block")
     layers = cert["layers"]
     size = int(cert["width"])
@@ -346,21 +368,61 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
                                          f"not {width}")
 
 
-def _modular_rank(block: dict[str, Any], width: int, cert: dict[str, Any],
-                  layers: modular.Layers | None) -> None:
+LARGE_REFUTATIONS = ("modular rank", "key count")  # read the weights from their files
+
+
+def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
+                layers: modular.Layers | None) -> None:
+    """Not absorbable at `width`: a large block's refutation (weights read from the files the
+    document names) or any other kind (`not_absorbable`)."""
+    if cert.get("kind") in LARGE_REFUTATIONS:
+        _large_refutation(block, width, cert, layers)
+    else:
+        not_absorbable(block, width, cert)
+
+
+def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
+                      layers: modular.Layers | None) -> None:
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
     family = _family(block)
-    require(family[0] in ("relu", "analytic"), "modular rank needs an O(a)+N σ")
-    # §8.1: with biases the generic case is §4's condition unchanged, for a ≠ 0
-    require(not block.get("bias") or family[1] != 0, "§8.1 needs a != 0")
-    require(isinstance(block["layers"], dict), "modular rank is issued for blocks stored by "
-                                               "their sources")
+    require(family[0] in ("relu", "analytic"), f"{cert['kind']} needs an O(a)+N σ")
+    # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
+    # key count is issued (and checked) for a ≠ 0 only
+    require((not block.get("bias") and cert["kind"] == "modular rank") or family[1] != 0,
+            f"{cert['kind']} needs a != 0 here")
+    require(isinstance(block["layers"], dict), f"{cert['kind']} is issued for blocks stored "
+                                               "by their sources")
     require(layers is not None, "the block's weights are not embedded: the checker reads them "
                                 "from the files the certificate names (absorb-prove check)")
     assert layers is not None
     require(len(layers) == 1 and layers[0]["up"].shape == (block["width"], block["dim"]),
             "the weights read are not one width × dim 'up'")
-    modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
+    if cert["kind"] == "key count":
+        modular.check_key_count(width, layers, cert)
+    else:
+        modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
+
+
+def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
+    """An unknown min width with proved bounds: a refutation at lower − 1 (none when lower is
+    1) and a witness at upper, both checked like a decided claim's."""
+    claim, cert = doc["claim"], doc["certificate"]
+    require(claim["kind"] == "min_width" and cert.get("kind") == "minimal width bounds",
+            "an unknown outcome carries no certificate but min width bounds")
+    blocks = doc["blocks"]
+    require(not blocks[claim["block"]].get("bias") or _keys_ok(blocks, cert)
+            or _linear_ok(cert), "blocks with biases: no rule for these bounds")
+    block = blocks[claim["block"]]
+    lo, hi = int(cert["lower"]), int(cert["upper"])
+    require(1 <= lo < hi, "the bounds do not leave the min width open")
+    if lo > 1:
+        require(cert["below"] is not None, "no refutation below the lower bound")
+        _refutation(block, lo - 1, cert["below"], weights.get(claim["block"]))
+    else:
+        require(cert["below"] is None, "nothing lies below width 1")
+    require(int(cert["above"]["width"]) == hi, "the witness is not at the upper bound")
+    absorbable(block, hi, cert["above"])
+    return Verdict("valid", f"unknown outcome; verified bounds {lo} <= min width <= {hi}")
 
 
 def _degree(block: dict[str, Any], cert: dict[str, Any]) -> int:
@@ -636,7 +698,8 @@ def _glu_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> 
 
 # ---- min width, equality, families -------------------------------------------------------
 
-def min_width(block: dict[str, Any], cert: dict[str, Any]) -> int | None:
+def min_width(block: dict[str, Any], cert: dict[str, Any],
+              layers: modular.Layers | None = None) -> int | None:
     """The minimal width the certificate establishes (None: never absorbable)."""
     if cert.get("kind") != "minimal width":
         not_absorbable(block, 10**9, cert)  # a never-proof: no width at all
@@ -648,7 +711,7 @@ def min_width(block: dict[str, Any], cert: dict[str, Any]) -> int | None:
     absorbable(block, value, cert["witness"])
     if value > 1:
         require(cert["below"] is not None, "no refutation below the minimal width")
-        not_absorbable(block, value - 1, cert["below"])
+        _refutation(block, value - 1, cert["below"], layers)
     else:
         require(cert["below"] is None, "nothing lies below width 1")
     return value

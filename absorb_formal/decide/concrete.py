@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import certificates as cert
 from ..model import Block, Layer, Matrix
-from . import flips, glu, linear, modular, width
+from . import flips, glu, large, linear, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import BIASED, Decision, undecided
 from .never import never
@@ -34,7 +34,7 @@ def too_large(block: Block) -> str:
     if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
         return ""
     return (f"the block has {n} weights; exact decisions other than the never-rules and the "
-            f"generic-case modular rank (MATH.md §7) are "
+            f"large-block bounds (key count, modular rank, spare pairs: MATH.md §4, §7) are "
             f"limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the claim about "
             "the family (drop the weights)")
 
@@ -173,13 +173,12 @@ def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
     if block.biased:  # T3 and T2∞ refute every width (MATH.md §8); then §8.1, §8.2
         return never_decision(block) or biased_at_width(block, size)
-    large = too_large(block)
-    for rule in (None if large else plain_itself(block, size), never_decision(block)):
+    refused = too_large(block)
+    for rule in (None if refused else plain_itself(block, size), never_decision(block)):
         if rule is not None:
             return rule
-    if large:
-        generic_case = modular.decide(block, size)
-        return generic_case if generic_case is not None else undecided(large)
+    if refused:
+        return large.decide(block, size) if large.applies(block) else undecided(refused)
     if block.depth == 1:
         return depth_one(block, size)
     return stacked(block, size)
@@ -188,10 +187,11 @@ def at_width(block: Block, size: int) -> Decision:
 def biased_at_width(block: Block, size: int) -> Decision:
     """MATH.md §8: each part decides its own activations; the rest stays undecided."""
     ridge_ = ridge(block.activation)
-    if too_large(block):
-        if ridge_ is not None and ridge_.a != 0:
-            found = modular.decide(block, size)  # §8.1: the generic case is §4's, unchanged
-            return found if found is not None else undecided(too_large(block))
+    if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys; §8 gated
+        if large.applies(block):
+            return large.decide(block, size)
+        if large.construction(block) is not None:
+            return large.decide_construction(block, size)
         return undecided(BIASED)
     cf = biased_keys(block)
     if cf is not None:  # §8.1: §4's width search over affine keys
@@ -206,8 +206,8 @@ def biased_at_width(block: Block, size: int) -> Decision:
 
 @dataclass(frozen=True)
 class MinWidth:
-    """value: the least width (None = no width; see `found`); `found` False = undecided.
-    bounds: when undecided, proved bounds (lo, hi) with lo <= min width <= hi, if known."""
+    """value: the least width (None = no width; see `found`); `found` False = undecided,
+    possibly with proved `bounds` (lo, hi) and their certificate ("minimal width bounds")."""
 
     found: bool
     value: int | None = None
@@ -229,10 +229,12 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
     nv = never_decision(block)  # biased blocks: T3 and T2∞ only (MATH.md §8)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
-    if block.biased and (too_large(block) or biased_keys(block) is None):
-        return MinWidth(False, reason=BIASED)  # §8.1 below; other biased widths: unknown
     if too_large(block):
-        return MinWidth(False, reason=too_large(block))
+        if large.construction(block) is not None:
+            return large_minimal_width(block)
+        return MinWidth(False, reason=BIASED if block.biased else too_large(block))
+    if block.biased and biased_keys(block) is None:
+        return MinWidth(False, reason=BIASED)  # §8.1 below; other biased widths: unknown
     if block.depth == 1:
         w = linear.min_width(block)
         if w is not None:
@@ -268,6 +270,23 @@ def _bounded(block: Block, cf: CanonicalForm, upper: int, stall: int,
     return MinWidth(False, reason=f"min width is between {lo} and {hi} (no width search: from "
                                   f"width {stall} on it would walk 2^{cf.p} sign vectors)",
                     bounds=(lo, hi))
+
+
+def large_minimal_width(block: Block) -> MinWidth:
+    """Large blocks: the proved bounds lo ≤ min width ≤ hi (`large.bounds`); decided when
+    they meet, else unknown with both bounds certified."""
+    found = large.bounds(block)
+    method = large.METHOD if large.applies(block) else large.METHOD_GATED
+    if found.lo == found.hi:
+        return MinWidth(True, found.hi, method, {
+            "kind": "minimal width", "width": found.hi, "witness": found.above,
+            "below": found.below})
+    return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
+                    reason=f"min width is between {found.lo} and {found.hi} (large block: "
+                           + ("live-key count or modular rank below, spare pairs above)"
+                              if large.applies(block) else
+                              "a construction above; no lower-bound rule for this activation)"),
+                    bounds=(found.lo, found.hi))
 
 
 def _bracket(block: Block, value: int, method: str) -> MinWidth:

@@ -8,7 +8,7 @@ from typing import Any
 from .. import budget
 from ..generic import engine as generic_engine
 from ..model import Block, Claim, Query, Spec, Statement
-from ..result import DECIDED, ERROR, PROVED, REFUTED, Result, unknown
+from ..result import DECIDED, ERROR, PROVED, REFUTED, UNKNOWN, Result, unknown
 from . import concrete, equivalence, families
 from .decision import Decision
 
@@ -116,7 +116,7 @@ def _min_width(block: Block, claim: Claim, engine: str) -> Result:
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
     if not found.found:
-        return replace(unknown(found.reason), extra=_bounds(found))
+        return _bounded(found)
     shown = "none" if found.value is None else str(found.value)
     verdict = f"min width is {shown}"
     outcome = PROVED if found.value == claim.min_width else REFUTED
@@ -125,7 +125,14 @@ def _min_width(block: Block, claim: Claim, engine: str) -> Result:
 
 
 def _bounds(found: concrete.MinWidth) -> dict[str, Any]:
-    return {} if found.bounds is None else {"min_width_bounds": list(found.bounds)}
+    """Proved bounds of an undecided min width, with their certificate when they have one
+    ("minimal width bounds", large blocks)."""
+    if found.found or found.bounds is None:
+        return {}
+    extra: dict[str, Any] = {"min_width_bounds": list(found.bounds)}
+    if found.certificate is not None:
+        extra["min_width_certificate"] = found.certificate
+    return extra
 
 
 def _query(block: Block, size: int, engine: str) -> Result:
@@ -184,3 +191,11 @@ def _query_result(decision: Decision, size: int, minimal: concrete.MinWidth) -> 
         verdict += f" ({decision.detail})"
     return Result(DECIDED, f"{verdict}; {tail}", decision.method,
                   certificate=decision.certificate, min_width=min_width, extra=extra)
+
+
+def _bounded(found: concrete.MinWidth) -> Result:
+    """An undecided min width: unknown, with the proved bounds and their certificate if any."""
+    if found.bounds is None:
+        return unknown(found.reason)
+    return Result(UNKNOWN, reason=found.reason, method=found.method,
+                  certificate=found.certificate, extra=_bounds(found))

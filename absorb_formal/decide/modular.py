@@ -8,11 +8,12 @@ of the matrix [vec(d_i u_iᵀ) | vec(S)], and a minor that is non-zero modulo a 
 non-zero over Q (every float is a dyadic rational; 2 is invertible mod an odd p).
 
 The exact work is proportional to what the argument reads: m + 1 coordinates on a k×k grid
-(k = ⌈√(m+1)⌉ rows of D, k columns of U), two columns of U for the distinct-keys test, and
-one determinant over Z/p (python-flint's nmod_mat). Nothing else of the block is converted.
+(k = ⌈√(m+1)⌉ rows of D, k columns of U) and one determinant over Z/p (python-flint's
+nmod_mat). That the m keys are distinct is the caller's (`large.key_classes`: residue keys,
+O(m·d) vectorised); the checker recomputes it from its own reading.
 
 With biases (MATH.md §8.1) keys are affine, and rows with distinct directions are distinct
-keys whatever their offsets: the same two-column test suffices, the subset condition is
+keys whatever their offsets: distinct residue keys suffice, the subset condition is
 unchanged and the biases never enter the minor.
 """
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import isqrt
-from typing import Any
 
 import numpy as np
 
@@ -30,14 +30,16 @@ from .canonical import ridge
 from .decision import Decision
 
 METHOD = "§4 generic case + modular rank"
-PRIME = linalg.PRIME
+# A prime below 2^26: FLINT's determinant mod p is about 1.5× faster than mod 2^31 − 1, and
+# float mantissas of bf16, fp16 and fp32 weights (≤ 24 bits) are never multiples of it.
+PRIME = 67_108_859
 GRID_OFFSETS = 3
-KEY_COLUMN_PAIRS = 6
 
 
-def decide(block: Block, size: int) -> Decision | None:
-    """Not absorbable at the block's own width, by the modular-rank certificate, or None."""
-    if (block.depth != 1 or size != block.width or block.layers is None
+def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
+    """Not absorbable at the block's own width, by the modular-rank certificate, or None.
+    `distinct_keys`: every row of U is non-zero and alone on its key (shown mod PRIME)."""
+    if (not distinct_keys or block.depth != 1 or size != block.width or block.layers is None
             or block.activation.gated or ridge(block.activation) is None):
         return None
     layer = block.layers[0]
@@ -45,9 +47,6 @@ def decide(block: Block, size: int) -> Decision | None:
     k = isqrt(m) + 1  # ⌈√(m+1)⌉
     if k > d:
         return None  # m + 1 > d²: the terms and S cannot be independent
-    columns = _distinct_key_columns(layer.up)
-    if columns is None:
-        return None
     skip = _skip_residues(block, d)
     if skip is None:
         return None
@@ -58,12 +57,13 @@ def decide(block: Block, size: int) -> Decision | None:
             return Decision(False, METHOD, {
                 "kind": "modular rank", "rule": "§4 generic case", "prime": PRIME,
                 "rows": rows_, "cols": cols_, "det_mod_p": det,
-                "key_columns": list(columns),
-                "argument": "the m keys are distinct lines (pairwise different ratios "
-                            "u[c0]:u[c1]), so at width m the block is absorbable iff a subset "
-                            "of the d_i u_i^T sums to -S/(2a); the (m+1)-minor of "
-                            "[vec(d_i u_i^T) | vec(S)] on the first m+1 coordinates of "
-                            "rows x cols is non-zero mod p, so vec(S) is outside their span"},
+                "argument": "the m rows of U have pairwise different residue keys mod p "
+                            "(each row over its first non-zero entry), so they lie on distinct "
+                            "lines and the m keys are distinct; at width m the block is "
+                            "absorbable iff a subset of the d_i u_i^T sums to -S/(2a); the "
+                            "(m+1)-minor of [vec(d_i u_i^T) | vec(S)] on the first m+1 "
+                            "coordinates of rows x cols is non-zero mod p, so vec(S) is "
+                            "outside their span"},
                 detail=f"{m} distinct keys; an ({m + 1})-minor is {det} mod {PRIME}")
     return None
 
@@ -76,7 +76,7 @@ def _grid(offset: int, k: int, d: int) -> tuple[list[int], list[int]]:
 def _skip_residues(block: Block, d: int) -> np.ndarray | None:
     if block.skip.matrix is not None:
         return block.skip.matrix.residues(range(d), range(d), PRIME)
-    value = linalg.residue(Fraction(block.skip.scale or 0))
+    value = linalg.residue(Fraction(block.skip.scale or 0), PRIME)
     return None if value is None else np.eye(d, dtype=np.int64) * value
 
 
@@ -101,28 +101,6 @@ def _minor(up: Matrix, down: Matrix, skip: np.ndarray, rows_: list[int],
     matrix = np.empty((m + 1, m + 1), dtype=np.int64)
     matrix[:, :m] = (left * right) % PRIME
     matrix[:, m] = skip[r_idx, c_idx]
-    return int(flint.nmod_mat(matrix.tolist(), PRIME).det())
-
-
-def _distinct_key_columns(up: Matrix) -> tuple[int, int] | None:
-    """Two columns c0, c1 on which every row's ratio u[c0]:u[c1] is defined and different:
-    then no two rows are parallel, so each neuron is alone on its key (both families).
-    The ratios are of exact values."""
-    d = up.shape[1]
-    pairs = [(a, b) for a in range(d) for b in range(a + 1, d)][:KEY_COLUMN_PAIRS]
-    exact: dict[int, tuple[Fraction, ...]] = {}
-    for c0, c1 in pairs:
-        for c in (c0, c1):
-            if c not in exact:
-                exact[c] = up.exact_column(c)
-        seen: set[Any] = set()
-        for x, y in zip(exact[c0], exact[c1], strict=True):
-            if x == 0 and y == 0:
-                break
-            ratio = x / y if y != 0 else "inf"
-            if ratio in seen:
-                break
-            seen.add(ratio)
-        else:
-            return c0, c1
-    return None
+    # through fmpz_mat: a flat list of Python ints converts faster than nested rows
+    entries = flint.fmpz_mat(m + 1, m + 1, matrix.ravel().tolist())
+    return int(flint.nmod_mat(entries, PRIME).det())

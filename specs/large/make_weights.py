@@ -64,7 +64,12 @@ block F {{
     down = load("weights.npz", "down")
     skip {skip}
 }}
-claim F is absorbable   # expect: unknown — large absorbable blocks are not decided yet (slow: 6 s)
+claim F is absorbable   # expect: unknown — own width: only a subset search finds J (slow: 6 s)
+# S has rank 1 (skeleton S = S[:,C]·S[R,C]⁻¹·S[R,:], |C| = 1): the own neurons plus one spare
+# pair absorb it at m + 2·rank S = 1262 (MATH.md §4).
+claim F is absorbable at width 1262   # slow: 6 s
+# Bounds: 1260 live keys (all rows on distinct lines) below, the spare pair above.
+claim min width of F is 1260   # expect: unknown — min width is between 1260 and 1262 (slow: 6 s)
 """
 
 

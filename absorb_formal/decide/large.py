@@ -1,0 +1,413 @@
+"""Large concrete blocks at every width: MATH.md §4 (and §8.1 with biases) bounds that read the
+weights only through residues mod p and exact zero tests, in O(m·d) vectorised work.
+
+Depth 1, ungated, σ = a·z + e(z) with a ≠ 0 and e non-polynomial (relu, leaky_relu, gelu,
+gelu_tanh, silu: `ridge(activation)`), with or without biases.
+
+- Residue keys (§4 keys mod p): row u_i scaled by the inverse of its first non-zero entry, mod
+  p. Parallel rows — one relu key (a line), or u and −u (one gelu key) — have one residue
+  key, so different residue keys are different lines, hence different keys in both families
+  (§8.1: different affine keys too). Sound only if every non-zero entry of U is non-zero mod
+  p, which is tested (else nothing is concluded).
+- Below: a row alone on its residue key, with d_i ≠ 0, is a live key of the canonical form
+  (alone on its key, its coefficient is d_i or b·|α|·d_i ≠ 0). Each live key needs a neuron of
+  the plain block (§4: p + |Δ| + 2k ≤ m′), so width W < L (L such rows) is not absorbable.
+  At width m with all m rows alone the modular rank decides (`modular.py`, §7).
+- Above: the block's own neurons plus, per rank-one term p_k q_kᵀ of S, the spare pair
+  p_k/(2a)·(σ(q_k·x) − σ(−q_k·x)) = p_k·(q_k·x) (O(a): σ(z) − σ(−z) = 2az); the down bias is
+  unchanged. S = cI: q_k = e_k (d terms, = rank S); a matrix S: an exact skeleton
+  S = S[:,C]·S[R,C]⁻¹·S[R,:] with |C| = rank S. So the block is absorbable at width
+  m + 2·rank S, the bound of §4. The certificate names the construction, C (and R); the
+  checker re-derives the lemma and the skeleton identity.
+- Gated blocks with biases (MATH.md §8, "linear neurons"): a neuron with gate row 0 and gate
+  bias γ computes σ(γ)·(u·x + β). When σ(γ) is rational and ≠ 0 (reglu, bilinear: γ = 1;
+  glu: γ = 0, σ(0) = 1/2), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x) per
+  rank-one term absorb the block at width m + rank S. swiglu and geglu have no rational
+  σ(γ) ≠ 0 at a rational γ: unknown. No lower bound is proved for gated blocks (lo = 1).
+- relu² and square with biases (MATH.md §8): σ(z) + σ(−z) = v z² (v = 1, 2), so
+  p·ℓ = p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) with ℓ = q·x: four neurons per
+  rank-one term, width m + 4·rank S. No lower bound (lo = 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..model import Block, Layer, Matrix
+from ..properties import properties
+from . import modular
+from .canonical import ridge
+from .decision import Decision, undecided
+
+PRIME = modular.PRIME  # one prime for keys and minor: the checker reads both from it
+METHOD = "§4 key count + spare pairs (large block)"
+CONSTRUCTION = "own neurons + spare pairs"
+LINEAR = "own neurons + linear neurons"
+QUADRUPLES = "own neurons + square quadruples"
+METHOD_GATED = "§8 linear neurons / square quadruples (large block)"
+
+
+def gate_constant(block: Block) -> tuple[Fraction, Fraction] | None:
+    """(γ, σ(γ)) with σ(γ) rational and ≠ 0, for a biased depth-1 gated block; else None."""
+    if (not block.activation.gated or not block.biased or block.depth != 1
+            or block.layers is None):
+        return None
+    if block.activation.is_rational and block.activation.scalar.exact(Fraction(1)) != 0:
+        return Fraction(1), block.activation.scalar.exact(Fraction(1))
+    at_zero = properties(block.activation).sigma_at_zero
+    return (Fraction(0), at_zero) if at_zero else None
+
+
+def square_constant(block: Block) -> Fraction | None:
+    """v with σ(z) + σ(−z) = v z² (relu²: 1, square: 2, a polynomial whose even part is c2·z²:
+    2·c2), for a biased depth-1 ungated block."""
+    if (block.activation.gated or not block.biased or block.depth != 1
+            or block.layers is None):
+        return None
+    scalar = block.activation.scalar
+    if scalar.kind == "relu_pow" and scalar.power == 2:
+        return Fraction(1)
+    if scalar.kind == "poly":  # square and kin: even part c2·z² exactly, so v = 2·c2
+        c = [Fraction(x) for x in scalar.coeffs] + [Fraction(0)] * 3
+        if c[0] == 0 and c[2] != 0 and all(x == 0 for x in c[4::2]):
+            return 2 * c[2]
+    return None
+
+
+def construction(block: Block) -> dict[str, Any] | None:
+    """The certificate of the construction that absorbs this large block at its width, if
+    any: spare pairs (O(a)+N), linear neurons (biased gated), square quadruples (relu²)."""
+    if applies(block):
+        return spare_certificate(block)
+    if gate_constant(block) is not None:
+        return linear_certificate(block)
+    if square_constant(block) is not None:
+        return square_certificate(block)
+    return None
+
+
+def applies(block: Block) -> bool:
+    found = ridge(block.activation)
+    return (block.depth == 1 and block.layers is not None and not block.activation.gated
+            and found is not None and found.a != 0)
+
+
+@dataclass(frozen=True)
+class KeyClasses:
+    """distinct: every row of U non-zero and alone on its residue key; live: rows alone on
+    their residue key whose column of D is non-zero (each a live key of the canonical form)."""
+
+    distinct: bool
+    live: int
+
+
+def key_classes(up: Matrix, down: Matrix, p: int = PRIME) -> KeyClasses | None:
+    """Residue-key classes of the rows of U; None when p divides a denominator or a non-zero
+    entry (then residue keys could split one exact key)."""
+    m, d = up.shape
+    res = up.residues(range(m), range(d), p)
+    nonzero = up.nonzero()
+    if res is None or not np.array_equal(res != 0, nonzero):
+        return None
+    present = nonzero.any(axis=1)
+    first = res[np.arange(m), nonzero.argmax(axis=1)]
+    inverse = _inverse(np.where(present, first, 1), p)
+    keys = np.ascontiguousarray(res * inverse[:, None] % p)
+    rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * d))).ravel()
+    _, where, counts = np.unique(rows[present], return_inverse=True, return_counts=True)
+    alone = np.zeros(m, dtype=bool)
+    alone[present] = counts[where.ravel()] == 1
+    live = down.nonzero().any(axis=0)
+    return KeyClasses(bool(present.all() and alone.all()), int((alone & live).sum()))
+
+
+def _inverse(values: np.ndarray, p: int) -> np.ndarray:
+    """values^(p−2) mod p element-wise (Fermat), square and multiply in int64 (p < 2^31)."""
+    out, base, power = np.ones_like(values), values.astype(np.int64) % p, p - 2
+    while power:
+        if power & 1:
+            out = out * base % p
+        base = base * base % p
+        power >>= 1
+    return out
+
+
+@dataclass(frozen=True)
+class Factorisation:
+    """S = Σ_k p_k q_kᵀ. Matrix skip: a skeleton S = S[:,C]·S[R,C]⁻¹·S[R,:] with |C| = |R| =
+    rank S (p_k = S[:,C_k], q_k = row k of S[R,C]⁻¹·S[R,:]); S = cI: C = every column,
+    p_k = c·e_k, q_k = e_k, rows None."""
+
+    columns: list[int]
+    rows: list[int] | None
+
+
+def factorisation(block: Block) -> Factorisation:
+    if block.skip.matrix is None:
+        return Factorisation(list(range(block.dim)) if block.skip.scale else [], None)
+    rows = [list(r) for r in block.skip.matrix.rows]
+    return Factorisation(_pivots(rows), _pivots([list(c) for c in zip(*rows, strict=True)]))
+
+
+def _pivots(rows: list[list[Fraction]]) -> list[int]:
+    """The pivot columns of the reduced row echelon form (exact, python-flint fmpq_mat)."""
+    reduced, rank = _fmpq(rows).rref()
+    found = []
+    for i in range(rank):
+        found.append(next(j for j in range(reduced.ncols()) if reduced[i, j] != 0))
+    return found
+
+
+def _fmpq(rows: list[list[Fraction]]) -> Any:
+    import flint
+
+    return flint.fmpq_mat(len(rows), len(rows[0]) if rows else 0,
+                          [flint.fmpq(v.numerator, v.denominator) for r in rows for v in r])
+
+
+def rank_one_terms(block: Block) -> list[tuple[list[Fraction], list[Fraction]]]:
+    """The (p_k, q_k) of `factorisation`, exactly."""
+    found, d = factorisation(block), block.dim
+    if found.rows is None:
+        c = Fraction(block.skip.scale or 0)
+        return [([c if r == k else Fraction(0) for r in range(d)],
+                 [Fraction(int(r == k)) for r in range(d)]) for k in found.columns]
+    assert block.skip.matrix is not None
+    s = [list(r) for r in block.skip.matrix.rows]
+    core = _fmpq([[s[r][c] for c in found.columns] for r in found.rows]).inv()
+    q = core * _fmpq([s[r] for r in found.rows])
+    return [([s[r][c] for r in range(d)],
+             [Fraction(int(q[k, j].p), int(q[k, j].q)) for j in range(d)])
+            for k, c in enumerate(found.columns)]
+
+
+def upper_bound(block: Block) -> int:
+    return block.width + 2 * len(factorisation(block).columns)
+
+
+def linear_certificate(block: Block) -> dict[str, Any]:
+    found, gamma = factorisation(block), gate_constant(block)
+    assert gamma is not None
+    cert: dict[str, Any] = {
+        "kind": "witness", "check": LINEAR, "width": block.width + len(found.columns),
+        "columns": found.columns, "gamma": str(gamma[0]), "sigma_gamma": str(gamma[1]),
+        "argument": "the block's own neurons, biases unchanged, plus for each rank-one term "
+                    "p q^T of S a linear neuron: gate row 0, gate bias gamma, up row q, up "
+                    "bias 0, down p/sigma(gamma); factorisation as for spare pairs"}
+    if found.rows is not None:
+        cert["rows"] = found.rows
+    return cert
+
+
+def square_certificate(block: Block) -> dict[str, Any]:
+    found, v = factorisation(block), square_constant(block)
+    assert v is not None
+    cert: dict[str, Any] = {
+        "kind": "witness", "check": QUADRUPLES, "width": block.width + 4 * len(found.columns),
+        "columns": found.columns, "v": str(v),
+        "argument": "the block's own neurons, biases unchanged, plus for each rank-one term "
+                    "p q^T of S the neurons p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) "
+                    "= p ℓ, ℓ = q·x (lemma σ(z) + σ(−z) = v z²); factorisation as for spare "
+                    "pairs"}
+    if found.rows is not None:
+        cert["rows"] = found.rows
+    return cert
+
+
+def spare_certificate(block: Block) -> dict[str, Any]:
+    found = factorisation(block)
+    ridge_ = ridge(block.activation)
+    assert ridge_ is not None
+    cert: dict[str, Any] = {
+        "kind": "witness", "check": CONSTRUCTION, "width": upper_bound(block),
+        "columns": found.columns, "a": str(ridge_.a),
+        "argument": "the block's own neurons, up and down biases unchanged, plus for each "
+                    "rank-one term p q^T of S the pair p/(2a)·(σ(q·x) − σ(−q·x)) = p q·x "
+                    "(lemma O(a)); S = cI: q = e_k for the listed columns; a matrix S: the "
+                    "skeleton S = S[:,columns]·S[rows,columns]^-1·S[rows,:]"}
+    if found.rows is not None:
+        cert["rows"] = found.rows
+    return cert
+
+
+def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
+    return {"kind": "key count", "prime": PRIME, "keys": keys.live, "width": size,
+            "argument": "rows of U alone on their residue key mod p (row over its first "
+                        "non-zero entry) with a non-zero column of D are live keys, each "
+                        "needing its own neuron (MATH.md §4: p + |Δ| + 2k ≤ m′)"}
+
+
+def witness_arrays(block: Block, size: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The plain witness of the construction above as exact object arrays of Fractions:
+    (up m′×d, down d×m′, up_bias m′ or None, down_bias d or None), m′ = `size` (zero neurons
+    pad up to it; default the construction's own width). Computed only when called.
+    Gated blocks: `gated_witness_arrays`."""
+    assert block.layers is not None and applies(block)
+    layer = block.layers[0]
+    ridge_ = ridge(block.activation)
+    assert ridge_ is not None
+    terms = rank_one_terms(block)
+    m, d = layer.up.shape
+    width = max(size or 0, m + 2 * len(terms))
+    up, down, up_bias, down_bias = _own(layer, width, d)
+    for n, (p, q) in enumerate(terms):
+        pair = m + 2 * n
+        up[pair], up[pair + 1] = q, [-v for v in q]
+        column = [v / (2 * ridge_.a) for v in p]
+        down[:, pair] = column
+        down[:, pair + 1] = [-v for v in column]
+    return up, down, up_bias, down_bias
+
+
+def gated_witness_arrays(block: Block, size: int | None = None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(gate, up, down, gate_bias, up_bias, down_bias) of the linear-neuron witness of a
+    biased gated block, as exact object arrays of Fractions, width max(size, m + rank S)."""
+    gamma = gate_constant(block)
+    assert block.layers is not None and gamma is not None
+    layer = block.layers[0]
+    assert layer.gate is not None
+    terms = rank_one_terms(block)
+    m, d = layer.up.shape
+    width = max(size or 0, m + len(terms))
+    up, down, up_bias, down_bias = _own(layer, width, d)
+    gate = np.full((width, d), Fraction(0), dtype=object)
+    gate[:m] = np.array(layer.gate.rows, dtype=object)
+    gate_bias = np.full(width, Fraction(0), dtype=object)
+    gate_bias[:m] = list(layer.gate_bias or (Fraction(0),) * m)
+    for n, (p, q) in enumerate(terms):
+        up[m + n] = q
+        gate_bias[m + n] = gamma[0]
+        down[:, m + n] = [v / gamma[1] for v in p]
+    return gate, up, down, gate_bias, up_bias, down_bias
+
+
+def square_witness_arrays(block: Block, size: int | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(up, down, up_bias, down_bias) of the square-quadruple witness (relu², square)."""
+    v = square_constant(block)
+    assert block.layers is not None and v is not None
+    layer = block.layers[0]
+    terms = rank_one_terms(block)
+    m, d = layer.up.shape
+    width = max(size or 0, m + 4 * len(terms))
+    up, down, up_bias, down_bias = _own(layer, width, d)
+    assert up_bias is not None
+    for n, (p, q) in enumerate(terms):
+        for j, (sign, offset, weight) in enumerate(((1, 1, 1), (-1, -1, 1), (1, -1, -1),
+                                                     (-1, 1, -1))):
+            up[m + 4 * n + j] = [sign * v_ for v_ in q]
+            up_bias[m + 4 * n + j] = Fraction(offset)
+            down[:, m + 4 * n + j] = [weight * v_ / (4 * v) for v_ in p]
+    return up, down, up_bias, down_bias
+
+
+def _own(layer: Layer, width: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
+                                                    np.ndarray | None]:
+    """The layer's own up, down and biases, zero-padded to `width` neurons."""
+    m = layer.up.shape[0]
+    up = np.full((width, d), Fraction(0), dtype=object)
+    down = np.full((d, width), Fraction(0), dtype=object)
+    up[:m] = np.array(layer.up.rows, dtype=object)
+    down[:, :m] = np.array(layer.down.rows, dtype=object)
+    up_bias = down_bias = None
+    if layer.up_bias is not None:
+        up_bias = np.full(width, Fraction(0), dtype=object)
+        up_bias[:m] = list(layer.up_bias)
+    if layer.down_bias is not None:
+        down_bias = np.array(list(layer.down_bias), dtype=object)
+    return up, down, up_bias, down_bias
+
+
+def witness_layer(block: Block, size: int | None = None) -> Layer:
+    """`witness_arrays` as a plain `Layer` (rows of Fractions; large: costs m′·d Fractions)."""
+    up, down, up_bias, down_bias = witness_arrays(block, size)
+    return Layer(Matrix(up.tolist()), Matrix(down.tolist()),
+                 up_bias=None if up_bias is None else tuple(up_bias.tolist()),
+                 down_bias=None if down_bias is None else tuple(down_bias.tolist()))
+
+
+_LAST: dict[str, Any] = {}
+
+
+def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decision | None]:
+    """(residue-key classes, modular-rank refutation at width m or None; computed only when
+    `own_width`), kept for the last block: a query asks for its width and its min width
+    bounds, and each needs both (the determinant is most of the work)."""
+    if _LAST.get("block") is not block:
+        assert block.layers is not None
+        layer = block.layers[0]
+        _LAST.clear()
+        _LAST.update(block=block, keys=key_classes(layer.up, layer.down))
+    keys = _LAST["keys"]
+    if own_width and "own" not in _LAST:
+        _LAST["own"] = None if keys is None else modular.decide(block, block.width, keys.distinct)
+    return keys, _LAST.get("own")
+
+
+def decide(block: Block, size: int) -> Decision:
+    """Absorbable at width `size`: refuted below the live-key count (or at width m by the
+    modular rank), proved at m + 2·rank S and above, else undecided."""
+    assert block.layers is not None and applies(block)
+    keys, own = _analysed(block, size == block.width)
+    if size == block.width and own is not None:
+        return own
+    if keys is not None and size < keys.live:
+        return Decision(False, METHOD, key_count_certificate(keys, size),
+                        detail=f"{keys.live} live keys need {keys.live} neurons")
+    hi = upper_bound(block)
+    if size >= hi:
+        return Decision(True, METHOD, spare_certificate(block),
+                        detail=f"own {block.width} neurons + {hi - block.width} spare neurons")
+    lo = keys.live if keys is not None else 0
+    return undecided(f"a large block: width {size} lies between the live-key count {lo} and "
+                     f"the spare-pair construction's {hi} (MATH.md §4), where only the exact "
+                     "width search (limited to small blocks) decides")
+
+
+def decide_construction(block: Block, size: int) -> Decision:
+    """Blocks with a construction but no lower-bound rule (biased gated, relu², square):
+    absorbable at the construction's width and above, else undecided."""
+    found = construction(block)
+    assert found is not None
+    hi = int(found["width"])
+    if size >= hi:
+        return Decision(True, METHOD_GATED, found,
+                        detail=f"own {block.width} neurons + {hi - block.width} more")
+    return undecided(f"a large biased block: width {size} is below the construction's {hi} "
+                     "(MATH.md §8), and no rule decides it there")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """lo ≤ min width ≤ hi, with a refutation at lo − 1 (None when lo = 1) and a witness."""
+
+    lo: int
+    hi: int
+    below: dict[str, Any] | None
+    above: dict[str, Any]
+
+
+def bounds(block: Block) -> Bounds:
+    if not applies(block):
+        found = construction(block)
+        assert found is not None
+        return Bounds(1, int(found["width"]), None, found)
+    assert block.layers is not None and applies(block)
+    keys, own = _analysed(block, True)
+    lo, below = 1, None
+    if own is not None:
+        lo, below = block.width + 1, own.certificate
+    elif keys is not None and keys.live > 1:
+        lo, below = keys.live, key_count_certificate(keys, keys.live - 1)
+    return Bounds(lo, upper_bound(block), below, spare_certificate(block))
+
+
+def bounds_certificate(found: Bounds) -> dict[str, Any]:
+    return {"kind": "minimal width bounds", "lower": found.lo, "upper": found.hi,
+            "below": found.below, "above": found.above}

@@ -1,0 +1,386 @@
+"""Large blocks at every width (MATH.md §4, §7, §8.1): residue keys, the key-count refutation,
+the spare-pair construction and min width bounds, each re-checked by the checker from its own
+reading of the weight files."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from absorb_formal.check_command import check_document
+from absorb_formal.checker import verify
+from absorb_formal.checker.reading import Reading, spec_location
+from absorb_formal.decide import large
+from absorb_formal.language.load import load_text
+from absorb_formal.model import Matrix, Skip
+
+from .test_arrays import write_safetensors
+from .test_certificate_fields import changed, leaves
+
+D, M = 256, 512  # 262,144 weights: just past the exact-work limit
+
+
+def bf16(values: np.ndarray) -> np.ndarray:
+    """float32 → bfloat16 bits (truncation: the values the file holds are what count)."""
+    return (np.asarray(values, dtype=np.float32).view(np.uint32) >> 16).astype("<u2")
+
+
+def bf16_block(tmp_path, act="gelu_tanh", bias=True, skip="identity", parallel=None, seed=0):
+    """A GPT-2-like layout (up stored d × m, read with .T) in bf16 safetensors. Rows 0 and 1
+    agree on their first 8 entries, so every pair of the first columns has a repeated ratio
+    (the old 6-pair test ended unknown) though all rows are distinct."""
+    rng = np.random.default_rng(seed)
+    up = rng.standard_normal((M, D)) * 0.05
+    up[1, :8] = up[0, :8]
+    if parallel is not None:
+        up[1] = parallel * up[0]  # exact in bf16 for ±1, 2
+    down = rng.standard_normal((D, M)) * 0.05
+    tensors = {"fc": ("BF16", bf16(up.T.copy())), "proj": ("BF16", bf16(down))}
+    if bias:
+        tensors["b"] = ("BF16", bf16(rng.standard_normal(M) * 0.1))
+        tensors["c"] = ("BF16", bf16(rng.standard_normal(D) * 0.1))
+    write_safetensors(tmp_path / "w.safetensors", tensors)
+    biases = ('  bias\n    up_bias = load("w.safetensors", "b")\n'
+              '    down_bias = load("w.safetensors", "c")') if bias else ""
+    return f"""block Big {{
+    activation {act}  dim {D}  width {M}  skip {skip}{biases}
+    up = load("w.safetensors", "fc").T
+    down = load("w.safetensors", "proj")
+}}
+"""
+
+
+def prove(tmp_path, cli, monkeypatch, block: str, claims: str):
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "big.mlp"
+    spec.write_text(block + claims, encoding="utf-8")
+    run = cli("--crosscheck", "0", "--certificates", "certs", "--json", spec.name)
+    assert run.code in (0, 1, 3), run.out + run.err
+    return run.json()["files"][0]["results"]
+
+
+def doc_at(tmp_path, claim: int):
+    """The document of the spec's claim number `claim` (0-based) after the block."""
+    lines = (tmp_path / "big.mlp").read_text(encoding="utf-8").splitlines()
+    line = [n for n, text in enumerate(lines, 1) if text.startswith("claim")][claim]
+    path = tmp_path / "certs" / f"big.mlp.{line}.json"
+    return path, json.loads(path.read_text(encoding="utf-8"))
+
+
+def weights(path, doc):
+    return Reading(spec_location(doc, path)).weights(doc)
+
+
+# ---- residue keys against the exact keys ---------------------------------------------------
+
+def exact_lines(rows: list[list[Fraction]]) -> list[tuple[Fraction, ...] | None]:
+    out: list[tuple[Fraction, ...] | None] = []
+    for row in rows:
+        first = next((v for v in row if v != 0), None)
+        out.append(None if first is None else tuple(v / first for v in row))
+    return out
+
+
+small = st.integers(-3, 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(small, min_size=3, max_size=3), min_size=1, max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8), st.integers(1, 7))
+def test_residue_keys_agree_with_exact_lines(rows, live_columns, p):
+    """Integer rows with entries in ±3: the residue classes (here mod a small prime, so that
+    collisions mod p are possible) never split a line, and with p = PRIME they are the lines."""
+    up = Matrix([[Fraction(v) for v in r] for r in rows])
+    down = Matrix([[Fraction(int(live_columns[i])) for i in range(len(rows))]])
+    lines = exact_lines([list(r) for r in up.rows])
+    alone = [x is not None and lines.count(x) == 1 for x in lines]
+    want_live = sum(a and live_columns[i] for i, a in enumerate(alone))
+    found = large.key_classes(up, down)
+    assert found is not None
+    assert found.live == want_live
+    assert found.distinct == all(alone)
+    prime = [2, 3, 5, 7, 11, 13, 17][p - 1]
+    if prime == 2:
+        return
+    mod = large.key_classes(up, down, prime)
+    if mod is not None:  # None: an entry is a multiple of the prime
+        assert mod.live <= want_live and (not mod.distinct or all(alone))
+
+
+@pytest.mark.parametrize("factor", [2, -1])
+def test_parallel_rows_get_no_distinct_keys(factor):
+    up = Matrix([[Fraction(1), Fraction(2)], [Fraction(factor), Fraction(2 * factor)],
+                 [Fraction(1), Fraction(3)]])
+    down = Matrix([[Fraction(1)] * 3])
+    found = large.key_classes(up, down)
+    assert found is not None and not found.distinct and found.live == 1
+
+
+def test_a_multiple_of_p_is_not_trusted():
+    up = Matrix([[Fraction(large.PRIME), Fraction(1)], [Fraction(1), Fraction(1)]])
+    assert large.key_classes(up, Matrix([[Fraction(1)] * 2])) is None
+
+
+# ---- the bf16 block: own width, key count, construction, bounds ----------------------------
+
+def test_bf16_distinct_rows_now_decide_like_fp32(tmp_path, cli, monkeypatch):
+    block = bf16_block(tmp_path)
+    [own] = prove(tmp_path, cli, monkeypatch, block, "claim Big is not absorbable\n")
+    assert own["outcome"] == "proved" and own["certificate"]["kind"] == "modular rank"
+    verdict, _ = check_document(doc_at(tmp_path, 0)[0])
+    assert verdict.status == "valid", verdict.reason
+
+
+@pytest.mark.parametrize("factor", [2, -1])
+def test_parallel_bf16_rows_are_refuted_only_below_the_live_keys(tmp_path, cli, monkeypatch,
+                                                                   factor):
+    block = bf16_block(tmp_path, act="relu" if factor == 2 else "gelu", parallel=factor)
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    f"claim Big is not absorbable\nclaim Big is not absorbable at width {M - 3}"
+                    f"\nclaim Big is not absorbable at width {M - 2}\n")
+    assert [r["outcome"] for r in results] == ["unknown", "proved", "unknown"]
+    assert results[1]["certificate"] == {**results[1]["certificate"], "kind": "key count",
+                                         "keys": M - 2, "width": M - 3}
+    path, doc = doc_at(tmp_path, 1)
+    assert verify(doc, weights(path, doc)).status == "valid"
+
+
+@pytest.fixture
+def bounded(tmp_path, cli, monkeypatch):
+    """Identity skip: lo = m + 1 (modular rank at m), hi = m + 2d (spare pairs)."""
+    block = bf16_block(tmp_path, act="silu", bias=False)
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    f"claim Big is absorbable at width {M + 2 * D}\n"
+                    f"claim Big is absorbable at width {M + 2 * D - 1}\n"
+                    f"claim min width of Big is {M + 1}\n"
+                    f"claim Big is not absorbable at width {M - 1}\n")
+    return tmp_path, results
+
+
+def test_width_bounds_at_both_ends(bounded):
+    tmp_path, results = bounded
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown", "proved"]
+    assert results[0]["certificate"]["check"] == large.CONSTRUCTION
+    assert results[2]["min_width_bounds"] == [M + 1, M + 2 * D], results[2]
+    assert f"between {M + 1} and {M + 2 * D}" in results[2]["reason"]
+    for line in (0, 2, 3):
+        verdict, _ = check_document(doc_at(tmp_path, line)[0])
+        assert verdict.status == "valid", (line, verdict.reason)
+
+
+def test_every_field_of_the_large_certificates_is_checked(bounded):
+    tmp_path, _ = bounded
+    for line in (0, 2, 3):
+        every_leaf_is_checked(*doc_at(tmp_path, line))
+
+
+def every_leaf_is_checked(path, doc):
+    read = weights(path, doc)
+    assert verify(doc, read).status == "valid"
+    for where, how in leaves(doc["certificate"]):
+        broken = copy.deepcopy(doc)
+        node = broken["certificate"]
+        for key in where[:-1]:
+            node = node[key]
+        if how == "drop":
+            node[where[-1]] = node[where[-1]][:-1]
+        else:
+            node[where[-1]] = changed(node[where[-1]])
+        assert verify(broken, read).status == "invalid", (path, where, how)
+
+
+def test_forged_key_count_and_factorisation_are_rejected(bounded):
+    tmp_path, _ = bounded
+    path, doc = doc_at(tmp_path, 3)
+    read = weights(path, doc)
+    forged = copy.deepcopy(doc)
+    forged["certificate"]["keys"] = M - 1  # width M − 1 < M − 1 is false: but count is wrong
+    assert verify(forged, read).status == "invalid"
+    path, doc = doc_at(tmp_path, 0)
+    read = weights(path, doc)
+    rank_one = copy.deepcopy(doc)  # S = p qᵀ, p = e0 + e1, q = e0 + 2 e1: rank 1, 2 columns
+    rank_one["blocks"]["Big"]["skip"] = {"matrix": [
+        [str((r < 2) * (1 if c == 0 else 2 if c == 1 else 0)) for c in range(D)]
+        for r in range(D)]}
+    rank_one["certificate"].update(columns=[0], rows=[0], width=M + 2)
+    assert verify(rank_one, read).status == "valid"
+    for columns, rows in (([0], [2]), ([2], [0]), ([], []), ([0, 1], [0, 1])):
+        forged = copy.deepcopy(rank_one)
+        forged["certificate"].update(columns=columns, rows=rows, width=M + 2 * len(columns))
+        assert verify(forged, read).status == "invalid", (columns, rows)
+    scalar = copy.deepcopy(doc)
+    scalar["certificate"]["rows"] = list(range(D))  # S = I: no rows field is expected
+    assert verify(scalar, read).status == "invalid"
+
+
+# ---- the construction, materialised: equal to the block at rational points ---------------
+
+@pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]", "3/2", "none",
+                                  "[[1, 2], [3, 4]]", "[[0, 0], [0, 0]]"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("act", ["relu", "leaky_relu(1/4)"])
+def test_witness_arrays_equal_the_block(skip, bias, act):
+    biases = "  bias  up_bias = [1, -2, 1/2]  down_bias = [3, -1]" if bias else ""
+    spec = load_text(f"""block B {{
+    activation {act}  dim 2  width 3  skip {skip}{biases}
+    up = [[1, 2], [-1, 1/2], [3, 0]]
+    down = [[1, -2, 1/3], [0, 5, -1]]
+}}
+""", "t.mlp", __import__("pathlib").Path("."))
+    block = spec.blocks["B"]
+    up, down, up_bias, down_bias = large.witness_arrays(block)
+    rank = {"identity": 2, "3/2": 2, "[[1, 2], [3, 4]]": 2, "[[0, 2], [0, -1]]": 1}.get(skip, 0)
+    assert up.shape[0] == large.upper_bound(block) == 3 + 2 * rank
+    sigma = block.activation.scalar.exact
+    rng = np.random.default_rng(1)
+    for _ in range(12):
+        x = [Fraction(int(v), 7) for v in rng.integers(-30, 30, 2)]
+        pre = up.dot(np.array(x, dtype=object))
+        if up_bias is not None:
+            pre = pre + up_bias
+        out = down.dot(np.array([sigma(h) for h in pre], dtype=object))
+        if down_bias is not None:
+            out = out + down_bias
+        assert tuple(out) == block.evaluate_exact(x)
+    layer = large.witness_layer(block, up.shape[0] + 1)  # one zero neuron more: still equal
+    plain = replace(block, width=up.shape[0] + 1, skip=Skip(2, Fraction(0)), layers=(layer,))
+    for x in ([Fraction(1, 3), Fraction(-2)], [Fraction(5), Fraction(7, 2)]):
+        assert plain.evaluate_exact(x) == block.evaluate_exact(x)
+
+
+def test_a_large_plain_block_has_its_min_width_decided(tmp_path, cli, monkeypatch):
+    """S = 0: the construction is the block itself (width m), the m live keys refute m − 1."""
+    block = bf16_block(tmp_path, act="relu", skip="none")
+    results = prove(tmp_path, cli, monkeypatch, block, f"claim min width of Big is {M}\n"
+                                                       f"claim min width of Big is {M - 1}\n")
+    assert [r["outcome"] for r in results] == ["proved", "refuted"]
+    cert = results[0]["certificate"]
+    assert cert["kind"] == "minimal width" and cert["below"]["kind"] == "key count"
+    for claim in (0, 1):
+        verdict, _ = check_document(doc_at(tmp_path, claim)[0])
+        assert verdict.status == "valid", verdict.reason
+    path, doc = doc_at(tmp_path, 0)
+    forged = copy.deepcopy(doc)
+    forged["certificate"]["width"] = M - 1  # the witness is not at this width, nor the count
+    assert verify(forged, weights(path, doc)).status == "invalid"
+
+
+# ---- biased gated blocks: linear neurons (MATH.md §8) ----------------------------------------
+
+GATED = """block Big {{
+    activation {act}  dim 100  width 900  skip {skip}  bias
+    gate = load("w.npz", "gate")   gate_bias = load("w.npz", "g")
+    up = load("w.npz", "up")       up_bias = load("w.npz", "b")
+    down = load("w.npz", "down")   down_bias = load("w.npz", "c")
+}}
+"""
+
+
+def gated_block(tmp_path, act, skip="identity"):
+    rng = np.random.default_rng(5)
+    small = lambda *shape: rng.integers(-9, 10, size=shape).astype(np.int8)  # noqa: E731
+    np.savez(tmp_path / "w.npz", gate=small(900, 100), up=small(900, 100), down=small(100, 900),
+             g=small(900), b=small(900), c=small(100))
+    return GATED.format(act=act, skip=skip)
+
+
+@pytest.mark.parametrize(("act", "gamma"), [("reglu", "1"), ("glu", "0"), ("bilinear", "1")])
+def test_large_biased_gated_blocks_absorb_with_linear_neurons(tmp_path, cli, monkeypatch, act,
+                                                               gamma):
+    block = gated_block(tmp_path, act)
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    "claim Big is absorbable at width 1000\nclaim Big is absorbable at width 999"
+                    "\nclaim min width of Big is 5\n")
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
+    assert results[0]["certificate"]["gamma"] == gamma
+    assert results[2]["min_width_bounds"] == [1, 1000]
+    for claim in (0, 2):
+        verdict, _ = check_document(doc_at(tmp_path, claim)[0])
+        assert verdict.status == "valid", verdict.reason
+    for claim in (0, 2):
+        every_leaf_is_checked(*doc_at(tmp_path, claim))
+    path, doc = doc_at(tmp_path, 0)
+    for field, value in (("sigma_gamma", "2"), ("gamma", "3"), ("width", 999),
+                         ("columns", list(range(99)))):
+        forged = copy.deepcopy(doc)
+        forged["certificate"][field] = value
+        assert verify(forged, weights(path, doc)).status == "invalid", field
+
+
+@pytest.mark.parametrize("act", ["swiglu", "geglu"])
+def test_gated_blocks_without_a_rational_gate_value_stay_unknown(tmp_path, cli, monkeypatch,
+                                                                 act):
+    [result] = prove(tmp_path, cli, monkeypatch, gated_block(tmp_path, act),
+                     "claim Big is absorbable at width 5000\n")
+    assert result["outcome"] == "unknown"
+
+
+@pytest.mark.parametrize("act", ["reglu", "bilinear", "glu"])
+@pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]", "none"])
+def test_gated_witness_arrays_equal_the_block(act, skip):
+    spec = load_text(f"""block B {{
+    activation {act}  dim 2  width 3  skip {skip}  bias
+    gate = [[1, -1], [2, 1/2], [0, 3]]   gate_bias = [1, 0, -1/2]
+    up = [[1, 2], [-1, 1/2], [3, 0]]     up_bias = [1, -2, 1/2]
+    down = [[1, -2, 1/3], [0, 5, -1]]    down_bias = [3, -1]
+}}
+""", "t.mlp", __import__("pathlib").Path("."))
+    block = spec.blocks["B"]
+    gate, up, down, gate_bias, up_bias, down_bias = large.gated_witness_arrays(block)
+    rank = {"identity": 2, "[[0, 2], [0, -1]]": 1}.get(skip, 0)
+    assert up.shape[0] == 3 + rank
+    sigma = block.activation.scalar.numpy
+    x = np.random.default_rng(2).normal(size=(50, 2))
+    f = lambda a: np.array(a, dtype=np.float64)  # noqa: E731 - the check is numeric
+    hidden = sigma(x @ f(gate).T + f(gate_bias)) * (x @ f(up).T + f(up_bias))
+    assert np.allclose(hidden @ f(down).T + f(down_bias), block.evaluate(x), atol=1e-9)
+
+
+# ---- biased relu² and square: square quadruples (MATH.md §8) --------------------------------
+
+@pytest.mark.parametrize("act", ["relu^2", "square", "poly[0, 1, 3, 5]"])
+@pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]"])
+def test_square_witness_arrays_equal_the_block(act, skip):
+    spec = load_text(f"""block B {{
+    activation {act}  dim 2  width 3  skip {skip}  bias
+    up = [[1, 2], [-1, 1/2], [3, 0]]     up_bias = [1, -2, 1/2]
+    down = [[1, -2, 1/3], [0, 5, -1]]    down_bias = [3, -1]
+}}
+""", "t.mlp", __import__("pathlib").Path("."))
+    block = spec.blocks["B"]
+    up, down, up_bias, down_bias = large.square_witness_arrays(block)
+    assert up.shape[0] == 3 + 4 * (2 if skip == "identity" else 1)
+    sigma = block.activation.scalar.exact
+    for x in ([Fraction(1, 3), Fraction(-2)], [Fraction(5), Fraction(7, 2)], [0, 1]):
+        x = [Fraction(v) for v in x]
+        out = down.dot(np.array([sigma(h) for h in up.dot(np.array(x, dtype=object)) + up_bias],
+                                dtype=object)) + down_bias
+        assert tuple(out) == block.evaluate_exact(x)
+
+
+@pytest.mark.parametrize("act", ["relu^2", "square"])
+def test_large_biased_relu2_blocks_absorb_with_square_quadruples(tmp_path, cli, monkeypatch,
+                                                                  act):
+    rng = np.random.default_rng(6)
+    small = lambda *shape: rng.integers(-9, 10, size=shape).astype(np.int8)  # noqa: E731
+    np.savez(tmp_path / "w.npz", up=small(1300, 100), down=small(100, 1300), b=small(1300),
+             c=small(100))
+    block = f"""block Big {{
+    activation {act}  dim 100  width 1300  skip identity  bias
+    up = load("w.npz", "up")       up_bias = load("w.npz", "b")
+    down = load("w.npz", "down")   down_bias = load("w.npz", "c")
+}}
+"""
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    "claim Big is absorbable at width 1700\nclaim Big is absorbable at width 1699"
+                    "\nclaim min width of Big is 5\n")
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
+    for claim in (0, 2):
+        every_leaf_is_checked(*doc_at(tmp_path, claim))
