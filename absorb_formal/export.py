@@ -42,6 +42,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from . import proofs
+from .decide import large
 from .decide.concrete import MinWidth
 from .decide.decision import Decision
 from .decide.dispatch import _minimal, concrete_decision
@@ -149,24 +150,33 @@ def _float64_exact(array: np.ndarray) -> bool:
 
 
 def round_values(flat: Sequence[Fraction], shape: tuple[int, ...], dtype: str) -> Rounded:
-    """Exact rationals, in row-major order, rounded to `dtype` and shaped `shape`."""
+    """Exact rationals, in row-major order, rounded to `dtype` and shaped `shape`. Zeros
+    (most entries of a construction's added neurons) are exact in every format and skip the
+    per-entry work."""
+    where = [i for i, v in enumerate(flat) if v]
+    values = [flat[i] for i in where]
     try:
-        nearest = np.array([float(v) for v in flat], dtype=np.float64)
+        nonzero = np.array([float(v) for v in values], dtype=np.float64)
     except OverflowError:
         raise ExportError("a witness weight is beyond the float64 range") from None
-    if not np.isfinite(nearest).all():
+    if not np.isfinite(nonzero).all():
         raise ExportError("a witness weight is beyond the float64 range")
-    exact_of = [Fraction(x) for x in nearest.tolist()]
-    above = np.array([abs(x) > abs(v) for x, v in zip(exact_of, flat, strict=True)],
-                     dtype=np.bool_)
-    inexact = np.array([x != v for x, v in zip(exact_of, flat, strict=True)], dtype=np.bool_)
+    exact_of = [Fraction(x) for x in nonzero.tolist()]
+    size = len(flat)
+    index = np.array(where, dtype=np.int64)
+    nearest = np.zeros(size, dtype=np.float64)
+    above = np.zeros(size, dtype=np.bool_)
+    inexact = np.zeros(size, dtype=np.bool_)
+    nearest[index] = nonzero
+    above[index] = [abs(x) > abs(v) for x, v in zip(exact_of, values, strict=True)]
+    inexact[index] = [x != v for x, v in zip(exact_of, values, strict=True)]
     rounded = _finish(nearest, _odd64(nearest, above, inexact), dtype)
     wide = Rounded(rounded, 0.0).as_float64()
     worst = Fraction(0)
-    for index in np.flatnonzero(inexact | (wide != nearest)).tolist():
-        value = flat[index]
+    for i in np.flatnonzero(inexact | (wide != nearest)).tolist():
+        value = flat[i]
         if value != 0:
-            worst = max(worst, abs(Fraction(wide[index]) - value) / abs(value))
+            worst = max(worst, abs(Fraction(wide[i]) - value) / abs(value))
     return Rounded(rounded.reshape(shape), float(worst))
 
 
@@ -180,14 +190,20 @@ def _array_rel_error(rounded: np.ndarray, exact: np.ndarray) -> float:
     return float((np.abs(wide[changed] - exact[changed]) / np.abs(exact[changed])).max())
 
 
+LARGE_METHODS = (large.METHOD, large.METHOD_GATED)  # constructions, not stored layers
+
 # ---- the witness --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Witness:
+    """layers: the decision's witness; None for a large block's construction (its own
+    neurons plus the added ones, `decide.large`), which is rounded without converting the
+    block's weights."""
+
     block: Block
     claim_width: int
     decision: Decision
-    layers: tuple[Layer, ...]
+    layers: tuple[Layer, ...] | None
 
 
 def find_witness(block: Block, width: int | None, engine: str = "theory") -> Witness:
@@ -214,6 +230,8 @@ def find_witness(block: Block, width: int | None, engine: str = "theory") -> Wit
     if decision.absorbable is False:
         raise ExportError(f"block {block.name} is not absorbable at width {width} "
                           f"[{decision.method}]", EXIT_NOT_ABSORBABLE)
+    if decision.witness is None and decision.method in LARGE_METHODS:
+        return Witness(block, width, decision, None)
     if decision.witness is None:
         raise ExportError(f"block {block.name} is absorbable at width {width} "
                           f"[{decision.method}], but the decision holds no rational witness "
@@ -240,6 +258,29 @@ def rounded_arrays(layers: Sequence[Layer], dtype: str) -> dict[str, Rounded]:
             out[key] = round_matrix(value, dtype)
         else:
             out[key] = round_values(list(value), (len(value),), dtype)
+    return out
+
+
+def construction_arrays(block: Block, dtype: str) -> dict[str, Rounded]:
+    """A large block's construction, rounded: its own arrays as arrays (no Fraction per
+    weight), then the neurons `large.added_neurons` adds, exactly rounded."""
+    assert block.layers is not None
+    layer, added = block.layers[0], large.added_neurons(block)
+    out: dict[str, Rounded] = {}
+    for name in FIELDS:
+        own = getattr(layer, name)
+        if own is None and name not in added:
+            continue
+        if own is None:  # not reached by the constructions (biases exist on both sides)
+            own = (Fraction(0),) * block.width
+        parts = [round_matrix(own, dtype) if isinstance(own, Matrix)
+                 else round_values(list(own), (len(own),), dtype)]
+        if name in added:
+            extra = added[name]
+            parts.append(round_values(extra.ravel().tolist(), extra.shape, dtype))
+        axis = 1 if name == "down" else 0
+        out[name] = Rounded(np.concatenate([r.values for r in parts], axis=axis),
+                            max(r.max_rel_error for r in parts))
     return out
 
 
@@ -432,7 +473,8 @@ def export(spec_file: Path | str, name: str, out: Path | str, width: int | None 
 def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int | None,
                   source: dict[str, str]) -> dict[str, str]:
     block = found.block
-    rounded = padded(rounded_arrays(found.layers, dtype), found.claim_width)
+    rounded = padded(rounded_arrays(found.layers, dtype) if found.layers is not None
+                     else construction_arrays(block, dtype), found.claim_width)
     arrays = {key: r.values for key, r in rounded.items()}
     record = {
         "format": FORMAT, **source, "block": block.name, "activation": block.activation.name,

@@ -384,3 +384,35 @@ def test_large_biased_relu2_blocks_absorb_with_square_quadruples(tmp_path, cli, 
     assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
     for claim in (0, 2):
         every_leaf_is_checked(*doc_at(tmp_path, claim))
+
+
+# ---- export of a large construction ---------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["spare pairs", "linear neurons"])
+def test_a_large_construction_exports_its_own_arrays_and_the_added_neurons(tmp_path, cli,
+                                                                           monkeypatch, kind):
+    """`absorb-prove export` writes a large block's witness without stored layers: the own
+    arrays exactly as loaded (bf16 / int8 widen exactly to float64), then the added neurons
+    of `large.added_neurons`; the exported plain block matches the block in floats."""
+    from absorb_formal import export
+
+    monkeypatch.chdir(tmp_path)
+    block = bf16_block(tmp_path) if kind == "spare pairs" else gated_block(tmp_path, "reglu")
+    (tmp_path / "big.mlp").write_text(block, encoding="utf-8")
+    spec = load_text(block, "big.mlp", tmp_path).blocks["Big"]
+    width = large.upper_bound(spec) if kind == "spare pairs" else 1000
+    run = cli("export", "big.mlp", "Big", "--width", str(width), "--out", "plain.safetensors",
+              "--points", "100")
+    assert run.code == 0, run.err
+    arrays, record = export.read_export(tmp_path / "plain.safetensors")
+    layer = spec.layers[0]
+    m = spec.width
+    own_up = np.array([[float(v) for v in row] for row in layer.up.rows[:3]])
+    assert np.array_equal(arrays["up"][:3], own_up)  # the block's own neurons, exactly
+    added = large.added_neurons(spec)
+    k = added["up"].shape[0]
+    assert arrays["up"].shape[0] == width >= m + k
+    assert np.array_equal(arrays["up"][m:m + k], added["up"].astype(np.float64))
+    assert not arrays["up"][m + k:].any()  # zero neurons pad up to the width asked
+    assert float(record["sample_max_rel_error"]) < 1e-12
+    assert record["method"] in (large.METHOD, large.METHOD_GATED)

@@ -241,95 +241,126 @@ def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
                         "needing its own neuron (MATH.md §4: p + |Δ| + 2k ≤ m′)"}
 
 
+def added_neurons(block: Block) -> dict[str, np.ndarray]:
+    """The neurons the construction adds to the block's own (MATH.md §4 spare pairs, §8
+    linear neurons or square quadruples), as exact object arrays of Fractions: "up" (k×d),
+    "down" (d×k), and "up_bias", "gate", "gate_bias" (k, k×d, k) where the witness has them.
+    The own neurons are kept as they are (`own_layer`), so a large witness never converts
+    the block's weights."""
+    assert block.layers is not None
+    layer, d = block.layers[0], block.dim
+    terms = rank_one_terms(block)
+    zero = Fraction(0)
+    if applies(block):  # p/(2a)·(σ(q·x) − σ(−q·x)) = p (q·x)
+        a = ridge(block.activation).a  # type: ignore[union-attr]
+        ups = [u for _, q in terms for u in (q, _scaled(q, Fraction(-1)))]
+        downs = [c for p, _ in terms
+                 for c in (_scaled(p, 1 / (2 * a)), _scaled(p, -1 / (2 * a)))]
+        biases = [zero] * len(ups)
+        gates: list[list[Fraction]] | None = None
+        gate_biases: list[Fraction] = []
+    elif (gamma := gate_constant(block)) is not None:  # gate row 0, gate bias γ: σ(γ)(q·x)
+        ups = [q for _, q in terms]
+        downs = [_scaled(p, 1 / gamma[1]) for p, _ in terms]
+        biases = [zero] * len(ups)
+        gates, gate_biases = [[zero] * d for _ in ups], [gamma[0]] * len(ups)
+    else:  # p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) = p ℓ, ℓ = q·x
+        v = square_constant(block)
+        assert v is not None
+        ups, downs, biases, gates, gate_biases = [], [], [], None, []
+        for p_, q in terms:
+            for sign, offset, weight in ((1, 1, 1), (-1, -1, 1), (1, -1, -1), (-1, 1, -1)):
+                ups.append(_scaled(q, Fraction(sign)))
+                biases.append(Fraction(offset))
+                downs.append(_scaled(p_, weight / (4 * v)))
+    out = {"up": _object(ups, (len(ups), d)), "down": _object(downs, (len(ups), d)).T}
+    if layer.up_bias is not None or any(biases):
+        out["up_bias"] = _object(biases, (len(ups),))
+    if gates is not None:
+        out["gate"] = _object(gates, (len(ups), d))
+        out["gate_bias"] = _object(gate_biases, (len(ups),))
+    return out
+
+
+def _scaled(vector: list[Fraction], factor: Fraction) -> list[Fraction]:
+    """factor·vector; zero entries (most of them, for S = cI) skip Fraction arithmetic."""
+    return [v * factor if v else v for v in vector]
+
+
+def _object(values: list[Any], shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(shape, dtype=object)
+    if values:
+        out[...] = values
+    return out
+
+
+def witness_fields(block: Block, size: int | None = None) -> dict[str, np.ndarray]:
+    """The whole witness as exact object arrays of Fractions, by field name (up, down,
+    gate, up_bias, gate_bias, down_bias), width max(size, the construction's): the own
+    neurons, then `added_neurons`, then zero neurons. Costs m′·d Fractions: small blocks and
+    tests; export rounds the own and added parts separately."""
+    assert block.layers is not None
+    layer = block.layers[0]
+    added = added_neurons(block)
+    m, d = layer.up.shape
+    k = added["up"].shape[0]
+    width = max(size or 0, m + k)
+    out: dict[str, np.ndarray] = {}
+    for name, own, rows in (("up", layer.up, True), ("gate", layer.gate, True),
+                            ("down", layer.down, False)):
+        if own is None:
+            continue
+        full = np.full((width, d) if rows else (d, width), Fraction(0), dtype=object)
+        extra = added.get(name, np.full((k, d), Fraction(0), dtype=object))
+        if rows:
+            full[:m], full[m:m + k] = np.array(own.rows, dtype=object), extra
+        else:
+            full[:, :m], full[:, m:m + k] = np.array(own.rows, dtype=object), extra
+        out[name] = full
+    for name, own_bias in (("up_bias", layer.up_bias), ("gate_bias", layer.gate_bias)):
+        if own_bias is None and name not in added:
+            continue
+        full = np.full(width, Fraction(0), dtype=object)
+        full[:m] = list(own_bias or (Fraction(0),) * m)
+        if name in added:
+            full[m:m + k] = added[name]
+        out[name] = full
+    if layer.down_bias is not None:
+        out["down_bias"] = np.array(list(layer.down_bias), dtype=object)
+    return out
+
+
 def witness_arrays(block: Block, size: int | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """The plain witness of the construction above as exact object arrays of Fractions:
-    (up m′×d, down d×m′, up_bias m′ or None, down_bias d or None), m′ = `size` (zero neurons
-    pad up to it; default the construction's own width). Computed only when called.
-    Gated blocks: `gated_witness_arrays`."""
-    assert block.layers is not None and applies(block)
-    layer = block.layers[0]
-    ridge_ = ridge(block.activation)
-    assert ridge_ is not None
-    terms = rank_one_terms(block)
-    m, d = layer.up.shape
-    width = max(size or 0, m + 2 * len(terms))
-    up, down, up_bias, down_bias = _own(layer, width, d)
-    for n, (p, q) in enumerate(terms):
-        pair = m + 2 * n
-        up[pair], up[pair + 1] = q, [-v for v in q]
-        column = [v / (2 * ridge_.a) for v in p]
-        down[:, pair] = column
-        down[:, pair + 1] = [-v for v in column]
-    return up, down, up_bias, down_bias
+    """(up, down, up_bias, down_bias) of `witness_fields` (ungated constructions)."""
+    f = witness_fields(block, size)
+    return f["up"], f["down"], f.get("up_bias"), f.get("down_bias")
 
 
 def gated_witness_arrays(block: Block, size: int | None = None) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """(gate, up, down, gate_bias, up_bias, down_bias) of the linear-neuron witness of a
-    biased gated block, as exact object arrays of Fractions, width max(size, m + rank S)."""
-    gamma = gate_constant(block)
-    assert block.layers is not None and gamma is not None
-    layer = block.layers[0]
-    assert layer.gate is not None
-    terms = rank_one_terms(block)
-    m, d = layer.up.shape
-    width = max(size or 0, m + len(terms))
-    up, down, up_bias, down_bias = _own(layer, width, d)
-    gate = np.full((width, d), Fraction(0), dtype=object)
-    gate[:m] = np.array(layer.gate.rows, dtype=object)
-    gate_bias = np.full(width, Fraction(0), dtype=object)
-    gate_bias[:m] = list(layer.gate_bias or (Fraction(0),) * m)
-    for n, (p, q) in enumerate(terms):
-        up[m + n] = q
-        gate_bias[m + n] = gamma[0]
-        down[:, m + n] = [v / gamma[1] for v in p]
-    return gate, up, down, gate_bias, up_bias, down_bias
+    """(gate, up, down, gate_bias, up_bias, down_bias) of the linear-neuron witness."""
+    f = witness_fields(block, size)
+    return f["gate"], f["up"], f["down"], f["gate_bias"], f.get("up_bias"), f.get("down_bias")
 
 
 def square_witness_arrays(block: Block, size: int | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(up, down, up_bias, down_bias) of the square-quadruple witness (relu², square)."""
-    v = square_constant(block)
-    assert block.layers is not None and v is not None
-    layer = block.layers[0]
-    terms = rank_one_terms(block)
-    m, d = layer.up.shape
-    width = max(size or 0, m + 4 * len(terms))
-    up, down, up_bias, down_bias = _own(layer, width, d)
-    assert up_bias is not None
-    for n, (p, q) in enumerate(terms):
-        for j, (sign, offset, weight) in enumerate(((1, 1, 1), (-1, -1, 1), (1, -1, -1),
-                                                     (-1, 1, -1))):
-            up[m + 4 * n + j] = [sign * v_ for v_ in q]
-            up_bias[m + 4 * n + j] = Fraction(offset)
-            down[:, m + 4 * n + j] = [weight * v_ / (4 * v) for v_ in p]
-    return up, down, up_bias, down_bias
-
-
-def _own(layer: Layer, width: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
-                                                    np.ndarray | None]:
-    """The layer's own up, down and biases, zero-padded to `width` neurons."""
-    m = layer.up.shape[0]
-    up = np.full((width, d), Fraction(0), dtype=object)
-    down = np.full((d, width), Fraction(0), dtype=object)
-    up[:m] = np.array(layer.up.rows, dtype=object)
-    down[:, :m] = np.array(layer.down.rows, dtype=object)
-    up_bias = down_bias = None
-    if layer.up_bias is not None:
-        up_bias = np.full(width, Fraction(0), dtype=object)
-        up_bias[:m] = list(layer.up_bias)
-    if layer.down_bias is not None:
-        down_bias = np.array(list(layer.down_bias), dtype=object)
-    return up, down, up_bias, down_bias
+    return witness_arrays(block, size)
 
 
 def witness_layer(block: Block, size: int | None = None) -> Layer:
-    """`witness_arrays` as a plain `Layer` (rows of Fractions; large: costs m′·d Fractions)."""
-    up, down, up_bias, down_bias = witness_arrays(block, size)
-    return Layer(Matrix(up.tolist()), Matrix(down.tolist()),
-                 up_bias=None if up_bias is None else tuple(up_bias.tolist()),
-                 down_bias=None if down_bias is None else tuple(down_bias.tolist()))
+    """`witness_fields` as a plain `Layer` (rows of Fractions; large: costs m′·d Fractions)."""
+    f = witness_fields(block, size)
+
+    def vector(name: str) -> tuple[Fraction, ...] | None:
+        return None if name not in f else tuple(f[name].tolist())
+
+    return Layer(Matrix(f["up"].tolist()), Matrix(f["down"].tolist()),
+                 Matrix(f["gate"].tolist()) if "gate" in f else None,
+                 up_bias=vector("up_bias"), gate_bias=vector("gate_bias"),
+                 down_bias=vector("down_bias"))
 
 
 _LAST: dict[str, Any] = {}
