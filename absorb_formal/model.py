@@ -13,7 +13,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -24,28 +24,47 @@ from .position import Pos
 Vector = tuple[Fraction, ...]
 
 
+class LazyArray(Protocol):
+    """A loaded array whose values are produced when first asked for (`language.arrays`)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def array(self) -> np.ndarray: ...
+
+
 class Matrix:
     """An immutable exact rational matrix, from literal rows or from a loaded array.
 
     A loaded float array is exact as it stands (every float is a dyadic rational), so it is
-    kept as an array and turned into `Fraction`s only when exact work asks for them.
+    kept as an array and turned into `Fraction`s only when exact work asks for them. A lazy
+    one (`lazy`) is not even widened (bfloat16 → float32) until a value is asked for: a rule
+    that reads no weight reads only its shape.
     """
 
-    __slots__ = ("shape", "_rows", "_array", "__dict__")
+    __slots__ = ("shape", "_rows", "_given", "_lazy", "__dict__")
 
     def __init__(self, rows: Sequence[Sequence[Fraction]] | None = None,
-                 array: np.ndarray | None = None):
+                 array: np.ndarray | None = None, lazy: LazyArray | None = None):
+        self._lazy = lazy
+        self._given = array
         if rows is not None:
             # Coerce: an int or float entry would turn later divisions into float arithmetic.
             self._rows: tuple[Vector, ...] | None = tuple(
                 tuple(v if type(v) is Fraction else _exact(v) for v in r) for r in rows)
-            self._array: np.ndarray | None = None
             self.shape = (len(self._rows), len(self._rows[0]) if self._rows else 0)
         else:
-            assert array is not None and array.ndim == 2
+            shape = lazy.shape if lazy is not None else None if array is None else array.shape
+            assert shape is not None and len(shape) == 2
             self._rows = None
-            self._array = array
-            self.shape = (int(array.shape[0]), int(array.shape[1]))
+            self.shape = (int(shape[0]), int(shape[1]))
+
+    @property
+    def _array(self) -> np.ndarray | None:
+        """The loaded values (None for literal rows), produced once from a lazy array."""
+        if self._lazy is not None:
+            self._given, self._lazy = self._lazy.array(), None
+        return self._given
 
     @functools.cached_property
     def rows(self) -> tuple[Vector, ...]:

@@ -16,6 +16,7 @@ import pytest
 from absorb_formal.check_command import check_document
 from absorb_formal.checker.files import FileError, read_array
 from absorb_formal.checker.source import read_spec
+from absorb_formal.language.arrays import Loaded
 
 RELU = """block R {{
     activation relu
@@ -171,12 +172,13 @@ def _round_on_load(monkeypatch):
     """A planted prover bug: its loader rounds every weight to float16."""
     from absorb_formal.language import validate
 
-    real = validate.load_matrix
+    real = validate.load_array
 
-    def rounding(path, key):
-        return real(path, key).astype(np.float16).astype(np.float64)
+    def rounding(path, key, vector=False):
+        return Loaded(real(path, key, vector).array().astype(np.float16).astype(np.float64),
+                      "plain")
 
-    monkeypatch.setattr(validate, "load_matrix", rounding)
+    monkeypatch.setattr(validate, "load_array", rounding)
 
 
 def test_a_rounding_loader_in_the_prover_is_caught(cli, tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from absorb_formal.checker import verify
 from absorb_formal.checker.reading import Reading, spec_location
 from absorb_formal.decide.modular import PRIME
 from absorb_formal.exactarray import residues
+from absorb_formal.language.arrays import Loaded
 
 D, M = 256, 512  # 2·256·512 = 262,144 weights: just past the 250,000 exact-work limit
 
@@ -109,9 +110,9 @@ def test_a_rounding_loader_in_the_prover_is_caught_on_a_large_block(tmp_path, cl
 
     monkeypatch.chdir(tmp_path)
     spec = big(tmp_path)
-    real = validate.load_matrix
-    monkeypatch.setattr(validate, "load_matrix",
-                        lambda path, key: real(path, key).astype(np.float16).astype(np.float32))
+    real = validate.load_array
+    monkeypatch.setattr(validate, "load_array", lambda path, key, vector=False: Loaded(
+        real(path, key, vector).array().astype(np.float16).astype(np.float32), "plain"))
     assert cli("--crosscheck", "0", "--certificates", "certs", spec.name).code == 0
     verdict, _ = check_document(tmp_path / "certs" / "big.mlp.7.json")
     assert verdict.status == "invalid" and "determinant" in verdict.reason, verdict.reason

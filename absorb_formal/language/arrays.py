@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 import zipfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +30,57 @@ _SAFETENSORS_DTYPES = {
 }
 
 
-def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
-    """The 2-D array stored under `key`, checked finite; raises ArrayError otherwise.
+@dataclass(frozen=True)
+class Loaded:
+    """A loaded array, checked (real dtype, finite), kept as the bits its file holds.
+
+    bfloat16 stays as its uint16 bit patterns and float16 as float16 until a value is asked
+    for (`array()`): a rule that reads no weight (a never-rule on a LLaMA-size block) then
+    costs no widening pass. `transpose` is applied as a view (no copy); every exact reader
+    (`exactarray`) reads any memory layout."""
+
+    bits: np.ndarray
+    kind: str  # "bf16" (bits: uint16) or "plain" (bits: the array itself)
+    transpose: bool = False
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        shape = tuple(int(n) for n in self.bits.shape)
+        return shape[::-1] if self.transpose else shape
+
+    @property
+    def T(self) -> Loaded:  # noqa: N802 - the spec's own spelling
+        return replace(self, transpose=not self.transpose)
+
+    def array(self) -> np.ndarray:
+        """The values: bfloat16 and float16 widened to float32, bool to int64, exactly (each
+        float is the same dyadic rational after widening)."""
+        bits = self.bits
+        if self.kind == "bf16":  # bfloat16 is the top half of a float32
+            values = np.left_shift(bits, 16, dtype=np.uint32).view(np.float32)
+        elif bits.dtype.kind == "f" and bits.dtype.itemsize < 4:
+            values = bits.astype(np.float32)  # float16 widens exactly
+        elif bits.dtype.kind == "b":
+            values = bits.astype(np.int64)
+        else:
+            values = bits
+        return values.T if self.transpose else values
+
+
+def load_array(path: Path, key: str, vector: bool = False) -> Loaded:
+    """The array stored under `key`, checked (a real matrix, every value finite), its values
+    not yet widened; raises ArrayError otherwise.
 
     With `vector` (a bias, MATH.md §8): a 1-D array, or a 1×n or n×1 one, returned 1-D.
-    Reshaping moves no value, so exactness is kept."""
+    Reshaping moves no value, so exactness is kept. A file is read once per version: its
+    header and arrays are served again while its (size, mtime, ctime, inode) is unchanged."""
     if not path.is_file():
         raise ArrayError(f"cannot load: file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
+    if suffix not in (".npz", ".safetensors"):
+        raise ArrayError(f"cannot load {path.name!r}: expected a .npz or .safetensors file")
     try:
-        if suffix == ".npz":
-            array = _from_npz(path, key)
-        elif suffix == ".safetensors":
-            array = _from_safetensors(path, key)
-        else:
-            raise ArrayError(f"cannot load {path.name!r}: expected a .npz or .safetensors file")
+        loaded = _cached(path, key, _from_npz if suffix == ".npz" else _from_safetensors)
     except ArrayError:
         raise
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
@@ -51,9 +89,47 @@ def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
         # members use a compression zipfile lacks
         raise ArrayError(f"cannot read {path.name!r}: not a NumPy .npz archive") from None
     if not vector:
-        return _checked(array, path.name, key)
+        return _checked(loaded, path.name, key)
     # Checked as the 1×n matrix it is (finite values, real dtype), returned 1-D.
-    return _checked(_as_row(array, path.name, key), path.name, key)[0]
+    row = _checked(replace(loaded, bits=_as_row(loaded.bits, path.name, key)), path.name, key)
+    return replace(row, bits=row.bits[0])
+
+
+def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
+    """`load_array(...).array()`: the checked values as a numpy array."""
+    return load_array(path, key, vector).array()
+
+
+# ---- one read per file version ----------------------------------------------------------------
+
+Stamp = tuple[int, int, int, int, int]
+# (path, stamp, key) -> the checked bits; weak: an array lives as long as a Matrix holds it,
+# so that one spec loading the same key twice (or `load(...)` and `load(...).T`) reads it once.
+_ARRAYS: weakref.WeakValueDictionary[tuple[str, Stamp, str], np.ndarray] = \
+    weakref.WeakValueDictionary()
+_KINDS: dict[tuple[str, Stamp, str], str] = {}
+_HEADERS: dict[str, tuple[Stamp, dict[str, Any], int]] = {}  # safetensors: header, its size
+
+
+def stamp(path: Path) -> Stamp:
+    """What changes when a file's bytes do: size, mtime, ctime (set by the kernel on every
+    write, not settable by a user), inode and device."""
+    st = path.stat()
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _cached(path: Path, key: str, read: Any) -> Loaded:
+    before = stamp(path)
+    name = (str(path.resolve()), before, key)
+    found = _ARRAYS.get(name)
+    if found is not None:
+        return Loaded(found, _KINDS[name])
+    loaded = read(path, key, before)
+    if stamp(path) == before:  # not changed while read: serve it again
+        loaded.bits.flags.writeable = False  # shared: nobody may change it
+        _ARRAYS[name] = loaded.bits
+        _KINDS[name] = loaded.kind
+    return loaded
 
 
 def _as_row(array: np.ndarray, file: str, key: str) -> np.ndarray:
@@ -64,40 +140,49 @@ def _as_row(array: np.ndarray, file: str, key: str) -> np.ndarray:
                      "(a 1-D array, or 1×n or n×1)")
 
 
-def _from_npz(path: Path, key: str) -> np.ndarray:
+def _from_npz(path: Path, key: str, _: Stamp) -> Loaded:
     # np.load leaves its file open when the archive is corrupt: own the handle.
     with open(path, "rb") as stream, np.load(stream, allow_pickle=False) as archive:
         if key not in archive.files:
             raise ArrayError(f"{path.name!r} has no array {key!r} "
                              f"(it has: {', '.join(sorted(archive.files)[:10]) or 'none'})")
-        return np.asarray(archive[key])
+        return Loaded(np.asarray(archive[key]), "plain")
 
 
-def _from_safetensors(path: Path, key: str) -> np.ndarray:
+def _from_safetensors(path: Path, key: str, version: Stamp) -> Loaded:
     with open(path, "rb") as stream:
-        head = stream.read(8)
-        if len(head) < 8:
-            raise ArrayError(f"{path.name!r} is not a safetensors file (too short)")
-        size = int.from_bytes(head, "little")
-        total = path.stat().st_size
-        if size > min(total - 8, 100_000_000):
-            raise ArrayError(f"{path.name!r} has a corrupt safetensors header")
-        header = _safetensors_header(stream.read(size), path.name)
+        header, size = _header(path, stream, version)
         if key not in header or key == "__metadata__":
             names = sorted(k for k in header if k != "__metadata__")[:10]
             raise ArrayError(f"{path.name!r} has no tensor {key!r} "
                              f"(it has: {', '.join(names) or 'none'})")
-        dtype, shape, start, end = _safetensors_entry(header[key], key, total - 8 - size)
+        dtype, shape, start, end = _safetensors_entry(header[key], key, version[0] - 8 - size)
         count = math.prod(shape)
         stream.seek(8 + size + start)
-        if dtype == "BF16":  # bfloat16 is the top half of a float32: widen exactly
-            # One pass from file to uint32 (6.8x faster than bytes -> astype -> shift on a
-            # LLaMA-7B MLP: benchmarks/RESULTS.md, profiling).
-            half = np.fromfile(stream, dtype="<u2", count=count)
-            bits = np.left_shift(half, 16, dtype=np.uint32)
-            return bits.view(np.float32).reshape(shape)
-        raw = stream.read(end - start)
-    return np.frombuffer(raw, dtype=_SAFETENSORS_DTYPES[dtype]).reshape(shape)
+        # One read from file to an array that owns its bytes (no mapping: a file rewritten or
+        # truncated later cannot change, or fault, the values already read).
+        code = "<u2" if dtype == "BF16" else _SAFETENSORS_DTYPES[dtype]
+        bits = np.fromfile(stream, dtype=code, count=count)
+    if bits.size != count:
+        raise ArrayError(f"{path.name!r}: tensor {key!r} is cut short")
+    return Loaded(bits.reshape(shape), "bf16" if dtype == "BF16" else "plain")
+
+
+def _header(path: Path, stream: Any, version: Stamp) -> tuple[dict[str, Any], int]:
+    """The file's checked JSON header and its length (parsed once per file version)."""
+    name = str(path.resolve())
+    known = _HEADERS.get(name)
+    if known is not None and known[0] == version:
+        return known[1], known[2]
+    head = stream.read(8)
+    if len(head) < 8:
+        raise ArrayError(f"{path.name!r} is not a safetensors file (too short)")
+    size = int.from_bytes(head, "little")
+    if size > min(version[0] - 8, 100_000_000):
+        raise ArrayError(f"{path.name!r} has a corrupt safetensors header")
+    header = _safetensors_header(stream.read(size), path.name)
+    _HEADERS[name] = (version, header, size)
+    return header, size
 
 
 def _safetensors_header(raw: bytes, name: str) -> dict[str, Any]:
@@ -148,19 +233,45 @@ def _safetensors_entry(entry: dict[str, Any], key: str, data_size: int
     return dtype, shape, start, end
 
 
-def _checked(array: np.ndarray, file: str, key: str) -> np.ndarray:
-    if array.dtype.kind not in "fiub":
-        raise ArrayError(f"array {key!r} in {file!r} has dtype {array.dtype}, not real numbers")
-    if array.ndim != 2:
-        raise ArrayError(f"array {key!r} in {file!r} has shape {tuple(array.shape)}, "
+# IEEE formats: the exponent field's mask, all ones for NaN and the infinities.
+_EXPONENT = {("bf16", 2): 0x7F80, ("f", 2): 0x7C00, ("f", 4): 0x7F80_0000,
+             ("f", 8): 0x7FF0_0000_0000_0000}
+_CHUNK = 1 << 18  # elements per pass of the finiteness test (stays in cache)
+
+
+def _checked(loaded: Loaded, file: str, key: str) -> Loaded:
+    bits = loaded.bits
+    kind = "bf16" if loaded.kind == "bf16" else bits.dtype.kind
+    if kind not in "fiub" and kind != "bf16":
+        raise ArrayError(f"array {key!r} in {file!r} has dtype {bits.dtype}, not real numbers")
+    if bits.ndim != 2:
+        raise ArrayError(f"array {key!r} in {file!r} has shape {tuple(bits.shape)}, "
                          "not a matrix")
-    if array.dtype.kind == "f":
-        if array.dtype.itemsize < 4:
-            array = array.astype(np.float32)  # float16 widens exactly
-        if not np.isfinite(array).all():
-            bad = np.argwhere(~np.isfinite(array))[0]
+    if kind in ("f", "bf16"):
+        bad = _first_nonfinite(bits, _EXPONENT.get((kind, bits.dtype.itemsize)))
+        if bad is not None:
+            row, column = np.unravel_index(bad, bits.shape)
             raise ArrayError(f"array {key!r} in {file!r} holds a non-finite value "
-                             f"at [{bad[0]}, {bad[1]}]")
-    elif array.dtype.kind == "b":
-        array = array.astype(np.int64)
-    return np.ascontiguousarray(array)
+                             f"at [{row}, {column}]")
+    return loaded
+
+
+def _first_nonfinite(bits: np.ndarray, mask: int | None) -> int | None:
+    """The flat (row-major) index of the first NaN or infinity, None if all are finite.
+
+    IEEE formats are tested on their bit patterns, a chunk at a time (no float copy, no
+    whole-array temporary): a value is finite iff its exponent field is not all ones. Other
+    formats (long double) go through np.isfinite."""
+    flat = np.ascontiguousarray(bits).reshape(-1)
+    if mask is None:
+        finite = np.isfinite(flat)
+        return None if finite.all() else int(np.argmin(finite))
+    unsigned = np.dtype(f"u{flat.dtype.itemsize}").newbyteorder(flat.dtype.byteorder)
+    words = flat.view(unsigned)
+    scratch = np.empty(min(_CHUNK, words.size), dtype=words.dtype)
+    for begin in range(0, words.size, _CHUNK):
+        part = scratch[:min(_CHUNK, words.size - begin)]
+        np.bitwise_and(words[begin:begin + _CHUNK], mask, out=part)
+        if part.max() == mask:
+            return begin + int(np.argmax(part == mask))
+    return None

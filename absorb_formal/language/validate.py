@@ -9,12 +9,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
-
 from .. import activations as acts
 from .. import exactarray
 from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement, Vector
-from .arrays import ArrayError, load_matrix
+from .arrays import ArrayError, load_array
 from .errors import Diagnostic, SpecError
 from .hints import did_you_mean
 from .parse import keywords
@@ -306,18 +304,18 @@ class Validator:
     def loaded(self, expr: LoadExpr, what: str, shape: tuple[int | None, int | None],
                described: str) -> Matrix | None:
         try:
-            array = load_matrix(self.folder / expr.file, expr.key)
+            array = load_array(self.folder / expr.file, expr.key)
         except ArrayError as error:
             self.error(expr.pos, str(error))
             return None
-        if expr.transpose:  # contiguous again: exact readers walk the rows
-            array = np.ascontiguousarray(array.T)
+        if expr.transpose:  # a view: exact readers read any layout
+            array = array.T
         got = (int(array.shape[0]), int(array.shape[1]))
         if not self.shape_ok(got, shape, what, described, expr.pos,
                              source=f" (array {expr.key!r} in {expr.file!r})",
                              transposed=expr.transpose):
             return None
-        return Matrix(array=array)
+        return Matrix(lazy=array)
 
     def shape_ok(self, got: tuple[int, int], want: tuple[int | None, int | None], what: str,
                  described: str, pos: Pos, source: str = "", transposed: bool = False) -> bool:
@@ -341,7 +339,7 @@ class Validator:
         source = ""
         if isinstance(value, LoadExpr):
             try:
-                array = load_matrix(self.folder / value.file, value.key, vector=True)
+                array = load_array(self.folder / value.file, value.key, vector=True).array()
             except ArrayError as error:
                 self.error(value.pos, str(error))
                 return None
