@@ -8,7 +8,8 @@ time includes interpreter start-up and imports.
 - (b) a 12-block GPT-2-small-shaped checkpoint in one spec (d = 768, m = 3072, gelu_tanh,
   biases, Hugging Face layout: `h.N.mlp.c_fc.weight` stored input × output, read with `.T`),
   twelve `claim HN is not absorbable`, bf16 and fp32; then the checker on its certificates;
-- (c) one such block, bf16: the own-width verdict (modular rank), then the checker.
+- (c) one such block, bf16 (and fp32): the own-width verdict (modular rank), then the
+  checker.
 
   python benchmarks/suite_checkpoints.py [--quick]     (--quick: one run each, no (b) fp32)
 """
@@ -92,6 +93,7 @@ def run(log: Any, quick: bool = False) -> dict[str, Any]:
         _llama(folder, 8, 16, "tiny")
         gpt2(folder, "gpt2", GPT2["blocks"], bf16=True)
         gpt2(folder, "one", 1, bf16=True)
+        gpt2(folder, "onef", 1, bf16=False)
         jobs = {
             "(a) numpy load": ["load-safetensors", "llama.safetensors"],
             "(a) prove": ["prove", "--crosscheck", "0", "llama.mlp"],
@@ -104,6 +106,9 @@ def run(log: Any, quick: bool = False) -> dict[str, Any]:
             "(c) prove+certs": ["prove", "--crosscheck", "0", "--certificates", "cc",
                                 "one.mlp"],
             "(c) check": ["prove", "check", "cc"],
+            "(c) fp32 prove+certs": ["prove", "--crosscheck", "0", "--certificates", "cf",
+                                     "onef.mlp"],
+            "(c) fp32 check": ["prove", "check", "cf"],
         }
         if not quick:
             gpt2(folder, "gpt2f", GPT2["blocks"], bf16=False)

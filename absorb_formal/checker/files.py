@@ -30,6 +30,7 @@ import zipfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,13 +39,33 @@ class FileError(ValueError):
     """A weight file the checker cannot read exactly; the message says why."""
 
 
+Stamp = tuple[int, int, int, int, int]
+_HASHES: dict[str, tuple[Stamp, str]] = {}
+_HEADERS: dict[str, tuple[Stamp, Any, int]] = {}  # safetensors: parsed header, its length
+
+
+def stamp(path: Path) -> Stamp:
+    """What changes when a file's bytes do: size, mtime, ctime (set by the kernel on every
+    write; no user can set it), inode and device."""
+    st = path.stat()
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
 def sha256_file(path: Path) -> str:
-    """SHA-256 of a file's bytes (streamed: weight files can be gigabytes)."""
+    """SHA-256 of a file's bytes (streamed: weight files can be gigabytes), computed once per
+    version of the file (`stamp`): the certificates of one check share their weight files."""
+    before, name = stamp(path), str(path.resolve())
+    known = _HASHES.get(name)
+    if known is not None and known[0] == before:
+        return known[1]
     h = hashlib.sha256()
     with open(path, "rb") as stream:
         for chunk in iter(lambda: stream.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if stamp(path) == before:  # not changed while hashed
+        _HASHES[name] = (before, digest)
+    return digest
 
 
 @dataclass(frozen=True)
@@ -260,15 +281,9 @@ _SAFETENSORS = {"F64": ("f", 8), "F32": ("f", 4), "F16": ("f", 2), "BF16": ("bf1
 
 def _from_safetensors(path: Path, key: str) -> Dyadic:
     with open(path, "rb") as stream:
-        head = stream.read(8)
-        total = path.stat().st_size
-        size = int.from_bytes(head, "little") if len(head) == 8 else -1
-        if not 0 < size <= total - 8:
-            raise FileError("is not a well-formed .safetensors file (header length)")
-        try:
-            header = json.loads(stream.read(size).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise FileError(f"has a malformed .safetensors header: {error}") from None
+        version = stamp(path)
+        total = version[0]
+        header, size = _safetensors_header(path, stream, version)
         if not isinstance(header, dict) or key == "__metadata__" or key not in header:
             names = sorted(k for k in header if k != "__metadata__") \
                 if isinstance(header, dict) else []
@@ -286,6 +301,24 @@ def _from_safetensors(path: Path, key: str) -> Dyadic:
         data = stream.read(end - start)
     count = int(np.prod(shape, dtype=object)) if shape else 1
     return decode(data, kind, width, "<", count).reshape(shape)
+
+
+def _safetensors_header(path: Path, stream: Any, version: Stamp) -> tuple[Any, int]:
+    """The parsed JSON header and its length, read once per version of the file."""
+    name = str(path.resolve())
+    known = _HEADERS.get(name)
+    if known is not None and known[0] == version:
+        return known[1], known[2]
+    head = stream.read(8)
+    size = int.from_bytes(head, "little") if len(head) == 8 else -1
+    if not 0 < size <= version[0] - 8:
+        raise FileError("is not a well-formed .safetensors file (header length)")
+    try:
+        header = json.loads(stream.read(size).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise FileError(f"has a malformed .safetensors header: {error}") from None
+    _HEADERS[name] = (version, header, size)
+    return header, size
 
 
 def read_array(path: Path, key: str) -> Dyadic:

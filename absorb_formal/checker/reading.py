@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import Dyadic, FileError, read_array, sha256_file
+from .files import Dyadic, FileError, Stamp, read_array, sha256_file, stamp
 from .modular import Layers
 from .source import (
     BlockSource,
@@ -96,6 +96,7 @@ class Reading:
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._arrays: dict[tuple[str, str], Dyadic] = {}
         self._hashes: dict[str, str | None] = {}
+        self._versions: dict[str, Stamp] = {}  # the version of each file that was hashed
         self.error = ""
         self.source = SpecSource()
         try:
@@ -109,18 +110,28 @@ class Reading:
         """SHA-256 of a weight file's bytes (None: not found)."""
         if file not in self._hashes:
             path = self.folder / file
-            self._hashes[file] = sha256_file(path) if path.is_file() else None
+            self._hashes[file] = None
+            if path.is_file():
+                self._versions[file] = stamp(path)
+                self._hashes[file] = sha256_file(path)
+                if stamp(path) != self._versions[file]:
+                    raise Stale(f"weight file {file!r} changed while it was being hashed")
         return self._hashes[file]
 
     def matrix(self, value: Value, where: str) -> Exact:
         if not isinstance(value, Load):
             return Rational(value)
         if (value.file, value.key) not in self._arrays:
+            path = self.folder / value.file
             try:
-                self._arrays[(value.file, value.key)] = read_array(self.folder / value.file,
-                                                                   value.key)
+                self._arrays[(value.file, value.key)] = read_array(path, value.key)
+                now = stamp(path)
             except FileError as error:
                 raise Stale(f"{where}: {value.file!r} (key {value.key!r}) {error}") from None
+            except OSError as error:
+                raise Stale(f"{where}: {value.file!r} cannot be read ({error})") from None
+            if self._versions.get(value.file, now) != now:  # values and hash of one version
+                raise Stale(f"{where}: weight file {value.file!r} changed since it was hashed")
         array = self._arrays[(value.file, value.key)]
         return array.T if value.transpose else array
 
