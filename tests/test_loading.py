@@ -128,3 +128,23 @@ def test_the_checker_reads_a_changed_file_again(tmp_path):
     _rewrite_keeping_size_and_mtime(path, {"a": _bits(-VALUES, "F64")})
     assert files.sha256_file(path) != hashed
     assert files.read_array(path, "a").rows() == [[-v for v in row] for row in read]
+
+
+@pytest.mark.parametrize("code", ["<f2", "<f4", "<f8", "<i8", "<u8"])
+def test_the_checkers_vectorised_residues_are_those_of_the_exact_values(code):
+    rng = np.random.default_rng(1)
+    if code[1] == "f":
+        scale = {"<f2": 4, "<f4": 30, "<f8": 300}[code]
+        values = (rng.standard_normal(2000) * 10.0 ** rng.integers(-scale, scale, 2000))
+        values = values.astype(code)
+        values[:3] = [0, -0.0, 1]
+    else:
+        values = rng.integers(np.iinfo(code).min, np.iinfo(code).max, 2000, dtype=code)
+        values[0] = np.iinfo(code).min
+    read = files.decode(values.tobytes(), code[1], values.itemsize, "<", values.size)
+    exact = read.fractions()
+    for p in (3, 1_000_003, 2**31 - 1, 2**61 - 1):
+        assert read.residues(p) == [x.numerator * pow(x.denominator, -1, p) % p for x in exact]
+    grid = read.reshape((40, 50))
+    assert grid.residues(2**31 - 1, (slice(None), 7)) == [
+        x.numerator * pow(x.denominator, -1, 2**31 - 1) % (2**31 - 1) for x in grid.column(7)]
