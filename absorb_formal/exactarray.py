@@ -68,8 +68,8 @@ def fractions(array: np.ndarray) -> list[list[Fraction]]:
     """Every entry of a 2-D array as the exact rational it denotes."""
     if array.dtype.kind in "iub":
         return [[Fraction(v) for v in row] for row in array.tolist()]  # Python ints: exact
-    if not is_long_double(array):  # float(x) of a float64 (or narrower) value is exact
-        return [[Fraction(v) for v in row]
+    if not is_long_double(array):  # a float64 (or narrower) value's integer ratio is exact
+        return [[Fraction(*v.as_integer_ratio()) for v in row]
                 for row in array.astype(np.float64).tolist()]
     mantissas, exponents = parts(array)
     return [[fraction(int(mv), int(ev)) for mv, ev in zip(mr, er, strict=True)]
