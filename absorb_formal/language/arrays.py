@@ -129,6 +129,7 @@ def _cached(path: Path, key: str, read: Any) -> Loaded:
         loaded.bits.flags.writeable = False  # shared: nobody may change it
         _ARRAYS[name] = loaded.bits
         _KINDS[name] = loaded.kind
+        weakref.finalize(loaded.bits, _KINDS.pop, name, None)  # both entries go together
     return loaded
 
 
