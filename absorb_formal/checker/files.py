@@ -112,15 +112,10 @@ class Dyadic:
         if p % 2 == 0:
             raise FileError("residues need an odd modulus")
         neg, mag, exp = (np.asarray(a[index]).ravel() for a in (self.neg, self.mag, self.exp))
-        if p >= 1 << 31:  # products of two residues would not fit in int64: Python integers
-            return [(-1 if n else 1) * m * pow(2, e, p) % p
-                    for n, m, e in zip(neg.tolist(), mag.tolist(), exp.tolist(), strict=True)]
-        # Vectorised, in integers only: mag mod p (uint64), times 2^exp mod p (one pow per
-        # distinct exponent), both < p < 2^31, so the product < 2^62 is exact in int64.
-        powers, where = np.unique(exp, return_inverse=True)
-        scale = np.array([pow(2, int(e), p) for e in powers.tolist()], dtype=np.int64)
-        value = (mag % np.uint64(p)).astype(np.int64) * scale[where.reshape(-1)] % p
-        return np.where(neg & (value != 0), p - value, value).tolist()
+        if p < 1 << 31:  # vectorised, in exact integer arithmetic
+            return Dyadic(neg, mag, exp).residue_matrix(p).tolist()
+        return [(-1 if n else 1) * m * pow(2, e, p) % p
+                for n, m, e in zip(neg.tolist(), mag.tolist(), exp.tolist(), strict=True)]
 
     def nonzero(self) -> np.ndarray:
         """Which entries are non-zero (mag ≠ 0), as a bool array of the same shape."""
