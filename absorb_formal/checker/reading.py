@@ -112,9 +112,13 @@ class Reading:
             path = self.folder / file
             self._hashes[file] = None
             if path.is_file():
-                self._versions[file] = stamp(path)
-                self._hashes[file] = sha256_file(path)
-                if stamp(path) != self._versions[file]:
+                try:
+                    self._versions[file] = stamp(path)
+                    self._hashes[file] = sha256_file(path)
+                    changed = stamp(path) != self._versions[file]
+                except OSError as error:
+                    raise Stale(f"weight file {file!r} cannot be read ({error})") from None
+                if changed:
                     raise Stale(f"weight file {file!r} changed while it was being hashed")
         return self._hashes[file]
 
