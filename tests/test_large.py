@@ -416,3 +416,31 @@ def test_a_large_construction_exports_its_own_arrays_and_the_added_neurons(tmp_p
     assert not arrays["up"][m + k:].any()  # zero neurons pad up to the width asked
     assert float(record["sample_max_rel_error"]) < 1e-12
     assert record["method"] in (large.METHOD, large.METHOD_GATED)
+
+
+def test_the_cross_check_rebuilds_a_construction_and_catches_a_wrong_one(monkeypatch):
+    """A large construction stores no layers: the numeric cross-check rebuilds it from the
+    block and `large.added_neurons`; a corrupted added neuron is an internal error."""
+    from absorb_formal.numeric.backends import NumpyBackend
+    from absorb_formal.numeric.crosscheck import crosscheck
+
+    spec = load_text("""block B {
+    activation gelu  dim 2  width 3  skip [[1, 2], [3, 4]]  bias
+    up = [[1, 2], [-1, 1/2], [3, 0]]   up_bias = [1, -2, 1/2]
+    down = [[1, -2, 1/3], [0, 5, -1]]  down_bias = [3, -1]
+}
+""", "t.mlp", __import__("pathlib").Path("."))
+    block = spec.blocks["B"]
+    certificate = large.spare_certificate(block)
+    good = crosscheck(block, certificate, 2000, NumpyBackend())
+    assert good is not None and good.ok and good.max_rel_error < 1e-14
+    real = large.added_neurons
+
+    def corrupted(b):
+        out = real(b)
+        out["down"] = out["down"] * Fraction(101, 100)
+        return out
+
+    monkeypatch.setattr(large, "added_neurons", corrupted)
+    bad = crosscheck(block, certificate, 2000, NumpyBackend())
+    assert bad is not None and not bad.ok

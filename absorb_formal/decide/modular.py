@@ -64,7 +64,7 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
                             "(m+1)-minor of [vec(d_i u_i^T) | vec(S)] on the first m+1 "
                             "coordinates of rows x cols is non-zero mod p, so vec(S) is "
                             "outside their span"},
-                detail=f"{m} distinct keys; an ({m + 1})-minor is {det} mod {PRIME}")
+                detail=f"{m} distinct keys; a minor of order {m + 1} is {det} mod {PRIME}")
     return None
 
 

@@ -71,8 +71,10 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
                      with_layers(block, node["example"]["layers"]))
             if node.get("kind") == "witness":
                 reference = example or own()
-                if reference is not None:
+                if reference is not None and "layers" in node:
                     found.append((reference, plain_from_json(block, node["layers"])))
+                elif reference is not None and node.get("check") in CONSTRUCTIONS:
+                    found.append((reference, construction(block, reference)))
             for key, value in node.items():
                 if key != "example" and key not in _WEIGHTS:
                     walk(value, example)
@@ -82,6 +84,34 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
 
     walk(certificate, None)
     return found
+
+
+# Large blocks' witnesses store no layers: the block's own neurons plus those a construction
+# adds (decide/large.py), rebuilt here in floats.
+CONSTRUCTIONS = ("own neurons + spare pairs", "own neurons + linear neurons",
+                 "own neurons + square quadruples")
+
+
+def construction(block: Block, reference: FloatBlock) -> FloatBlock:
+    """The plain block of a large block's construction: the reference's own (live) neurons,
+    then `large.added_neurons`, skip 0."""
+    from ..decide import large
+
+    added = {name: np.array(values.tolist(), dtype=np.float64)
+             for name, values in large.added_neurons(block).items()}
+    [own] = reference.layers
+    k = added["up"].shape[0]
+    layer = dict(own)
+    for name in ("up", "gate", "up_bias", "gate_bias"):
+        extra = added.get(name)
+        if name not in own and extra is None:
+            continue
+        mine = own.get(name, np.zeros(own["up"].shape[0]))
+        if extra is None:
+            extra = np.zeros((k,) + mine.shape[1:])
+        layer[name] = np.concatenate([mine, extra])
+    layer["down"] = np.concatenate([own["down"], added["down"]], axis=1)
+    return FloatBlock(reference.scalar, reference.gated, reference.dim, 0.0, None, (layer,))
 
 
 def compare(reference: FloatBlock, witness: FloatBlock, total: int, engine: Backend,
