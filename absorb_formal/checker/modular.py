@@ -17,6 +17,7 @@ non-zero mod p (else two parallel rows could have different first entries mod p)
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -82,6 +83,7 @@ def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str
     matrix[:, m] = [_residue(skip[r][c], p) for r, c in coords]
     import flint
 
+    flint.ctx.threads = max(1, min(os.cpu_count() or 1, 8))  # FLINT's LU on every core
     det = int(flint.nmod_mat(flint.fmpz_mat(m + 1, m + 1, matrix.ravel().tolist()), p).det())
     require(det != 0, "the minor is 0 mod p")
     require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
