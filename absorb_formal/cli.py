@@ -19,7 +19,7 @@ from .language import SpecError
 from .model import Claim
 from .numeric.attach import Options
 from .numeric.backends import BackendError, backend
-from .numeric.crosscheck import DEFAULT_POINTS
+from .numeric.crosscheck import DEFAULT_POINTS, MIN_POINTS, WORK
 from .report import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -153,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--update", action="store_true",
                         help="with --certificates: replace documents whose content changed")
     parser.add_argument("--crosscheck", type=int, default=DEFAULT_POINTS, metavar="N",
-                        help=f"float points per witness (default {DEFAULT_POINTS}; 0 = off)")
+                        help=f"float points per witness (default {DEFAULT_POINTS}; fewer, at least "
+                             f"{MIN_POINTS}, for witnesses of over {WORK // DEFAULT_POINTS} "
+                             "weights: points x weights <= 2e9; 0 = off)")
     parser.add_argument("--backend", choices=("numpy", "torch"), default="numpy",
                         help="float backend of the numeric checks (default numpy)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -378,7 +380,7 @@ def build_export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--points", type=int, metavar="N",
                         help=f"sample points of the float error figure (default "
                              f"{export.DEFAULT_POINTS}, fewer for blocks of over "
-                             f"{export.SAMPLE_WORK // export.DEFAULT_POINTS} weights; 0 = off)")
+                             f"{WORK // export.DEFAULT_POINTS} weights; 0 = off)")
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
                         help="as for deciding (default theory)")

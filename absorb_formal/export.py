@@ -48,7 +48,7 @@ from .decide.decision import Decision
 from .decide.dispatch import _minimal, concrete_decision
 from .model import Block, Layer, Matrix
 from .numeric.backends import NumpyBackend
-from .numeric.crosscheck import compare
+from .numeric.crosscheck import affordable, compare
 from .numeric.floatblock import FloatBlock, OutOfRange, from_block
 
 FORMAT = "absorb_formal export 1"
@@ -56,7 +56,6 @@ META_KEY = "__absorb_formal__"
 DTYPES = ("float64", "float32", "bfloat16")
 SUFFIXES = (".npz", ".safetensors")
 DEFAULT_POINTS = 10_000
-SAMPLE_WORK = 2_000_000_000  # points × weights of the default sample (about 2 s on one core)
 FIELDS = ("up", "gate", "down", "up_bias", "gate_bias", "down_bias")
 
 EXIT_OK, EXIT_NOT_ABSORBABLE, EXIT_ERROR = 0, 1, 2
@@ -309,9 +308,8 @@ def layer_arrays(arrays: dict[str, np.ndarray], depth: int) -> list[dict[str, np
 
 
 def default_points(arrays: dict[str, np.ndarray]) -> int:
-    """DEFAULT_POINTS, fewer for large blocks (at least 100): points × weights ≤ SAMPLE_WORK."""
-    weights = sum(int(a.size) for a in arrays.values())
-    return max(100, min(DEFAULT_POINTS, SAMPLE_WORK // max(1, weights)))
+    """DEFAULT_POINTS, fewer for large blocks (at least 100): points × weights ≤ WORK."""
+    return affordable(DEFAULT_POINTS, sum(int(a.size) for a in arrays.values()), floor=100)
 
 
 def sample_error(block: Block, arrays: dict[str, np.ndarray], points: int | None

@@ -284,7 +284,9 @@ def test_default_sample_shrinks_for_large_blocks():
     large = {"up": np.zeros((3072, 768)), "down": np.zeros((768, 3072))}
     assert export.default_points(small) == export.DEFAULT_POINTS
     assert 100 <= export.default_points(large) < export.DEFAULT_POINTS
-    assert export.default_points(large) * 2 * 3072 * 768 <= export.SAMPLE_WORK
+    from absorb_formal.numeric.crosscheck import WORK
+
+    assert export.default_points(large) * 2 * 3072 * 768 <= WORK
 
 
 def test_read_export_refuses_other_files(tmp_path):

@@ -173,9 +173,10 @@ def rank_one_terms(block: Block) -> list[tuple[list[Fraction], list[Fraction]]]:
     """The (p_k, q_k) of `factorisation`, exactly."""
     found, d = factorisation(block), block.dim
     if found.rows is None:
-        c = Fraction(block.skip.scale or 0)
-        return [([c if r == k else Fraction(0) for r in range(d)],
-                 [Fraction(int(r == k)) for r in range(d)]) for k in found.columns]
+        c, zero, one = Fraction(block.skip.scale or 0), Fraction(0), Fraction(1)
+        # one shared zero: d² entries for S = cI, of which d are not zero
+        return [([c if r == k else zero for r in range(d)],
+                 [one if r == k else zero for r in range(d)]) for k in found.columns]
     assert block.skip.matrix is not None
     s = [list(r) for r in block.skip.matrix.rows]
     core = _fmpq([[s[r][c] for c in found.columns] for r in found.rows]).inv()

@@ -17,12 +17,26 @@ import numpy as np
 from .. import progress
 from ..model import Block
 from .backends import CHUNK, Backend
-from .floatblock import FloatBlock, from_block, plain_from_json, with_layers
+from .floatblock import FloatBlock, from_block, plain_from_json, to_float, with_layers
 from .points import BATCH, batches
 
 TOLERANCE = 1e-8  # on |P(x) − B(x)| / (size of the terms summed for P(x) and B(x)), float64
 ROUNDING = 16 * float(np.finfo(np.float64).eps)  # per term summed, with room to spare
 DEFAULT_POINTS = 100_000
+# Points × weights of one comparison (about 2 s on one core): a witness of millions of
+# weights (a large block's construction) is checked at fewer points, never fewer than
+# MIN_POINTS; the points actually used are reported.
+WORK = 2_000_000_000
+MIN_POINTS = 1_000
+
+
+def affordable(total: int, weights: int, floor: int = MIN_POINTS) -> int:
+    """`total` points, fewer (at least `floor`) when points × weights would pass WORK."""
+    return min(total, max(floor, WORK // max(1, weights)))
+
+
+def weight_count(block: FloatBlock) -> int:
+    return sum(int(array.size) for layer in block.layers for array in layer.values())
 
 
 @dataclass(frozen=True)
@@ -97,8 +111,16 @@ def construction(block: Block, reference: FloatBlock) -> FloatBlock:
     then `large.added_neurons`, skip 0."""
     from ..decide import large
 
-    added = {name: np.array(values.tolist(), dtype=np.float64)
-             for name, values in large.added_neurons(block).items()}
+    # By object identity: the d² entries for S = cI are a few shared Fractions (hashing a
+    # Fraction costs more than converting it); the arrays keep every object alive meanwhile.
+    memo: dict[int, float] = {}
+
+    def floats(values: np.ndarray) -> np.ndarray:
+        flat = [memo[id(v)] if id(v) in memo else memo.setdefault(id(v), to_float(v))
+                for v in values.ravel().tolist()]
+        return np.array(flat, dtype=np.float64).reshape(values.shape)
+
+    added = {name: floats(values) for name, values in large.added_neurons(block).items()}
     [own] = reference.layers
     k = added["up"].shape[0]
     layer = dict(own)
@@ -151,7 +173,8 @@ def crosscheck(block: Block, certificate: Any, total: int, engine: Backend,
     found = pairs(block, certificate)
     if not found:
         return None
-    results = [compare(ref, wit, total, engine, progress) for ref, wit in found]
+    results = [compare(ref, wit, affordable(total, weight_count(ref) + weight_count(wit)),
+                       engine, progress) for ref, wit in found]
     worst = max(results, key=lambda r: r.max_rel_error / r.tolerance)
     return CrossCheck(sum(r.points for r in results), max(r.max_abs_error for r in results),
                       worst.max_rel_error, engine.name, engine.device, worst.tolerance)
