@@ -49,7 +49,7 @@ From Python: absorb_formal.prove(path_or_text) and absorb_formal.check(path)
 EPILOG = """\
 output:
   one line per claim or query, in file order:
-    FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]
+    FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD | CERTIFICATE]
   OUTCOME is proved, refuted (the opposite was proved) or unknown for claims,
   decided or unknown for queries; for unknown, VERDICT is the reason. A last
   line summarises the counts. A query on a concrete block says both parts, the
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fit-restarts", type=int, default=8, metavar="K",
                         help="random restarts of --fit (default 8)")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
-                        help="theory (MATH.md §3-5, with the generic engine as fallback on "
+                        help="theory (docs/rules.md §3-5, with the generic engine as fallback on "
                              "small cases), generic (§6 only), or both (disagreement = error)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"time budget per claim (default {DEFAULT_TIMEOUT:g}; 0 = none); "
@@ -423,4 +423,13 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # `absorb-prove ... | head`: the reader left; not an error of ours
+        # Python flushes stdout again at exit: point it at devnull so that raises nothing.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    sys.exit(code)

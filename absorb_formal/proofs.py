@@ -29,6 +29,7 @@ from typing import Any
 
 from . import certificates as cert
 from .decide.concrete import MAX_EXACT_WEIGHTS, weight_count
+from .language.arrays import settled, stamp
 from .language.parse import parse_text
 from .language.syntax import BlockDecl, LoadExpr, MatrixLit, SpecSyntax, VectorLit, WeightDecl
 from .model import Block, Claim, Spec
@@ -41,14 +42,17 @@ os.umask(_UMASK)
 
 
 def sha256_file(path: Path) -> str:
-    """SHA-256 of a file's bytes; cached by (path, size, mtime): a run certifies many claims
-    over the same weight files."""
-    stat = path.stat()
-    return _sha256((str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+    """SHA-256 of a file's bytes; cached per version of the file (size, mtime, ctime, inode,
+    device, as `load` reads it), once it has settled: a run certifies many claims over the
+    same weight files."""
+    version = stamp(path)
+    if not settled(version):
+        return _sha256.__wrapped__((str(path.resolve()), version))
+    return _sha256((str(path.resolve()), version))
 
 
 @functools.lru_cache(maxsize=64)
-def _sha256(key: tuple[str, int, int]) -> str:
+def _sha256(key: tuple[str, tuple[int, ...]]) -> str:
     path = Path(key[0])
     h = hashlib.sha256()
     with open(path, "rb") as stream:

@@ -295,7 +295,7 @@ def test_dispatch_guard_reason(tmp_path):
     for statement in spec.statements:
         result = decide(spec, statement)
         assert result.outcome == UNKNOWN
-        assert result.reason == "blocks with biases: not decided yet (MATH.md §8)"
+        assert result.reason == "blocks with biases: not decided yet (docs/rules.md §8)"
 
 
 def test_the_checker_refuses_a_certificate_on_a_biased_block(cli, tmp_path, monkeypatch):

@@ -444,3 +444,36 @@ def test_the_cross_check_rebuilds_a_construction_and_catches_a_wrong_one(monkeyp
     monkeypatch.setattr(large, "added_neurons", corrupted)
     bad = crosscheck(block, certificate, 2000, NumpyBackend())
     assert bad is not None and not bad.ok
+
+
+# ---- the §8 constructions on small blocks ----------------------------------------------------
+
+@pytest.mark.parametrize(("act", "rank_width"), [("reglu", 1), ("glu", 1), ("relu^2", 4)])
+def test_small_biased_blocks_absorb_at_the_construction_width_and_not_below(act, rank_width):
+    """Below the exact-work limit too, a biased gated / relu² block is proved absorbable at
+    m + rank S (gated) or m + 4·rank S (relu²) by its construction, and the width just below
+    is never proved by it (specs/biases/constructions.mlp stores checked certificates)."""
+    from absorb_formal.decide.concrete import at_width
+
+    gate = "gate = [[1, 2], [3, -1]]  gate_bias = [0, 1]" if act != "relu^2" else ""
+    spec = load_text(f"""block B {{
+    activation {act}  dim 2  width 2  bias
+    {gate}
+    up = [[2, 1], [-1, 1]]  up_bias = [1, 0]
+    down = [[1, 2], [0, 1]]  down_bias = [1, -1]
+}}
+""", "t.mlp", __import__("pathlib").Path("."))
+    block = spec.blocks["B"]
+    hi = 2 + rank_width * 2  # rank S = 2
+    proved = at_width(block, hi)
+    assert proved.absorbable is True and proved.method == large.METHOD_GATED
+    below = at_width(block, hi - 1)
+    assert below.method != large.METHOD_GATED and below.absorbable is not True
+    plain = replace(block, width=hi, skip=Skip(2, Fraction(0)),
+                    layers=(large.witness_layer(block),))
+    if act == "glu":  # σ is not rational on Q: compare in floats
+        x = np.random.default_rng(3).normal(size=(40, 2))
+        assert np.allclose(plain.evaluate(x), block.evaluate(x), atol=1e-12)
+        return
+    for x in ([Fraction(1, 3), Fraction(-2)], [Fraction(5), Fraction(7, 2)]):
+        assert plain.evaluate_exact(x) == block.evaluate_exact(x)

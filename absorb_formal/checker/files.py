@@ -26,6 +26,7 @@ import ast
 import hashlib
 import json
 import struct
+import time
 import zipfile
 from dataclasses import dataclass
 from fractions import Fraction
@@ -51,6 +52,12 @@ def stamp(path: Path) -> Stamp:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
+def settled(version: Stamp) -> bool:
+    """Last changed at least 2 s ago: where timestamps are coarse, a same-size rewrite within
+    one clock tick keeps the stamp, so a younger file is read again every time."""
+    return time.time_ns() - version[2] > 2_000_000_000
+
+
 def sha256_file(path: Path) -> str:
     """SHA-256 of a file's bytes (streamed: weight files can be gigabytes), computed once per
     version of the file (`stamp`): the certificates of one check share their weight files."""
@@ -63,7 +70,7 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: stream.read(1 << 20), b""):
             h.update(chunk)
     digest = h.hexdigest()
-    if stamp(path) == before:  # not changed while hashed
+    if stamp(path) == before and settled(before):  # not changed while hashed, nor just before
         _HASHES[name] = (before, digest)
     return digest
 
@@ -318,7 +325,8 @@ def _safetensors_header(path: Path, stream: Any, version: Stamp) -> tuple[Any, i
         header = json.loads(stream.read(size).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise FileError(f"has a malformed .safetensors header: {error}") from None
-    _HEADERS[name] = (version, header, size)
+    if settled(version):
+        _HEADERS[name] = (version, header, size)
     return header, size
 
 

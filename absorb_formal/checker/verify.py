@@ -73,7 +73,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     # biased block is accepted only with a certificate whose rule re-derives biases.
     require(not any(isinstance(b, dict) and b.get("bias") for b in doc["blocks"].values())
             or _bias_ok(doc),
-            "blocks with biases: the checker has no rule for them yet (MATH.md §8)")
+            "blocks with biases: the checker has no rule for them yet (docs/rules.md §8)")
     block = doc["blocks"][claim["block"]]
     width = int(claim["width"])
     kind = claim["kind"]
@@ -437,7 +437,7 @@ def _degree(block: dict[str, Any], cert: dict[str, Any]) -> int:
 
 def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
     require(cert["rule"] == "T1", "a homogeneity point is rule T1")
-    require(not block.get("bias"), "T1 does not hold with biases (MATH.md §8)")
+    require(not block.get("bias"), "T1 does not hold with biases (docs/rules.md §8)")
     big_k = _degree(block, cert)
     total = big_k ** block["depth"]
     require(int(cert["degree"]) == total, "wrong degree K^L")
@@ -453,7 +453,7 @@ def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
 
 def _parity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
     act = block["activation"]
-    require(not block.get("bias"), "T2 does not hold with biases: T2∞ (MATH.md §8)")
+    require(not block.get("bias"), "T2 does not hold with biases: T2∞ (docs/rules.md §8)")
     require(cert["rule"] == "T2" and cert["property"] == "E", "a parity point is T2 with E")
     require(not act["gated"] and lemmas.holds(act, "E"), "T2 needs an even, ungated σ")
     require(act["kind"] in exact.RATIONAL_KINDS, "σ not rational on Q")
@@ -493,7 +493,7 @@ def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> 
     rule = cert["rule"]
     require(rule in NEVER_RULES, f"unknown rule {rule!r}")
     require(not block.get("bias") or rule in BIASED_NEVER_RULES,
-            f"{rule} does not hold for blocks with biases (MATH.md §8)")
+            f"{rule} does not hold for blocks with biases (docs/rules.md §8)")
     act, depth = block["activation"], block["depth"]
     power = depth
     require(int(cert["depth"]) == depth, "the stored depth is not the block's")
@@ -798,7 +798,7 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
             return _identity_table(block, modality, width, cert)
         require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
         require(not block.get("bias") or rule in BIASED_FAMILY_RULES,
-                f"rule {rule!r} does not hold for families with biases (MATH.md §8)")
+                f"rule {rule!r} does not hold for families with biases (docs/rules.md §8)")
         if rule.startswith("§8.3"):
             _biased_rule(block, rule, width, cert)
         else:

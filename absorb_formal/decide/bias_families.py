@@ -63,9 +63,9 @@ def table(block: Block, size: int, r: int, out: Any) -> None:
         return
     m = block.width
     if found in ("square", "poly", "bilinear"):
-        out.reason = (f"MATH.md §8.3 makes no claim here for {block.activation} families with "
-                      "biases (no keys: a tensor-rank question; the generic engine's for small "
-                      "sizes)")
+        out.reason = (f"docs/rules.md §8.3 makes no claim here for {block.activation} families "
+                      "with biases (no keys: a tensor-rank question; the generic engine's for "
+                      "small sizes)")
     need = 2 * r if found in ("ridge", "relu2") else r
     if m + size < need:
         _never(out, _rule("§8.3 rank of S", r, size,

@@ -34,7 +34,7 @@ def too_large(block: Block) -> str:
     if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
         return ""
     return (f"the block has {n} weights; exact decisions other than the never-rules and the "
-            f"large-block bounds (key count, modular rank, spare pairs: MATH.md §4, §7) are "
+            f"large-block bounds (key count, modular rank, spare pairs: docs/rules.md §4, §7) are "
             f"limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the claim about "
             "the family (drop the weights)")
 
@@ -122,7 +122,7 @@ def depth_one(block: Block, size: int) -> Decision:
         at_own = glu.decide(block, block.width)
         if at_own is not None:
             return glu_at(block, at_own, size)
-    return undecided(f"no rule of MATH.md §3–5 decides {block.activation} blocks "
+    return undecided(f"no rule of docs/rules.md §3–5 decides {block.activation} blocks "
                      "that no never-rule covers")
 
 
@@ -199,9 +199,12 @@ def biased_at_width(block: Block, size: int) -> Decision:
     if ridge_ is not None and ridge_.a != 0 and block.depth == 1:
         return undecided(f"{BIASED}: a constant neuron σ(β) is not rational (§8.1)")
     found = flips.decide(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
-    if found is not None:
+    if found is not None and found.absorbable is not None:
         return found
-    return undecided(BIASED)  # T3, T2∞: to come
+    built = large.construction(block)  # §8: linear neurons / square quadruples, any size
+    if built is not None and size >= int(built["width"]):
+        return large.decide_construction(block, size)
+    return found or undecided(BIASED)
 
 
 @dataclass(frozen=True)
@@ -233,8 +236,16 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
         if large.construction(block) is not None:
             return large_minimal_width(block)
         return MinWidth(False, reason=BIASED if block.biased else too_large(block))
-    if block.biased and biased_keys(block) is None:
-        return MinWidth(False, reason=BIASED)  # §8.1 below; other biased widths: unknown
+    if block.biased and biased_keys(block) is None:  # §8.1 below
+        if large.construction(block) is None:
+            return MinWidth(False, reason=BIASED)
+        bounded = large_minimal_width(block)  # §8: 1 <= min width <= the construction's
+        if known is not None and not known[1] and bounded.bounds is not None:
+            lo, hi = max(bounded.bounds[0], known[0] + 1), bounded.bounds[1]  # refuted at w
+            if lo < hi:  # the stored certificate proves the wider bounds only: drop it
+                return replace(bounded, certificate=None, bounds=(lo, hi),
+                               reason=f"min width is between {lo} and {hi}")
+        return bounded
     if block.depth == 1:
         w = linear.min_width(block)
         if w is not None:
@@ -282,8 +293,9 @@ def large_minimal_width(block: Block) -> MinWidth:
             "kind": "minimal width", "width": found.hi, "witness": found.above,
             "below": found.below})
     return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
-                    reason=f"min width is between {found.lo} and {found.hi} (large block: "
-                           + ("live-key count or modular rank below, spare pairs above)"
+                    reason=f"min width is between {found.lo} and {found.hi} ("
+                           + ("large block: live-key count or modular rank below, spare "
+                              "pairs above)"
                               if large.applies(block) else
                               "a construction above; no lower-bound rule for this activation)"),
                     bounds=(found.lo, found.hi))

@@ -70,7 +70,7 @@ def facts(block: Block, size: int) -> Facts:
             _odd_linear(block, size, out)
     if not out.truth and not out.reason:
         out.reason = BIASED if block.biased else (
-            f"no rule of MATH.md §3–4 covers {block.activation} families of depth "
+            f"no rule of docs/rules.md §3–4 covers {block.activation} families of depth "
             f"{block.depth} at width {size}")
     return out
 

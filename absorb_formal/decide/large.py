@@ -48,7 +48,7 @@ METHOD = "§4 key count + spare pairs (large block)"
 CONSTRUCTION = "own neurons + spare pairs"
 LINEAR = "own neurons + linear neurons"
 QUADRUPLES = "own neurons + square quadruples"
-METHOD_GATED = "§8 linear neurons / square quadruples (large block)"
+METHOD_GATED = "§8 linear neurons / square quadruples"  # any size: see concrete.py
 
 
 def gate_constant(block: Block) -> tuple[Fraction, Fraction] | None:
@@ -239,7 +239,7 @@ def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
     return {"kind": "key count", "prime": PRIME, "keys": keys.live, "width": size,
             "argument": "rows of U alone on their residue key mod p (row over its first "
                         "non-zero entry) with a non-zero column of D are live keys, each "
-                        "needing its own neuron (MATH.md §4: p + |Δ| + 2k ≤ m′)"}
+                        "needing its own neuron (docs/rules.md §4: p + |Δ| + 2k ≤ m′)"}
 
 
 def added_neurons(block: Block) -> dict[str, np.ndarray]:
@@ -395,10 +395,11 @@ def decide(block: Block, size: int) -> Decision:
     hi = upper_bound(block)
     if size >= hi:
         return Decision(True, METHOD, spare_certificate(block),
-                        detail=f"own {block.width} neurons + {hi - block.width} spare neurons")
+                        detail=f"the block's {block.width} neurons + {hi - block.width} in "
+                               "spare pairs")
     lo = keys.live if keys is not None else 0
     return undecided(f"a large block: width {size} lies between the live-key count {lo} and "
-                     f"the spare-pair construction's {hi} (MATH.md §4), where only the exact "
+                     f"the spare-pair construction's {hi} (docs/rules.md §4), where only the exact "
                      "width search (limited to small blocks) decides")
 
 
@@ -410,9 +411,9 @@ def decide_construction(block: Block, size: int) -> Decision:
     hi = int(found["width"])
     if size >= hi:
         return Decision(True, METHOD_GATED, found,
-                        detail=f"own {block.width} neurons + {hi - block.width} more")
-    return undecided(f"a large biased block: width {size} is below the construction's {hi} "
-                     "(MATH.md §8), and no rule decides it there")
+                        detail=f"the block's {block.width} neurons + {hi - block.width} added")
+    return undecided(f"a biased {block.activation} block: width {size} is below the "
+                     f"construction's {hi} (docs/rules.md §8), and no rule decides it there")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import weakref
 import zipfile
 from dataclasses import dataclass, replace
@@ -118,6 +119,15 @@ def stamp(path: Path) -> Stamp:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
+SETTLED_NS = 2_000_000_000
+
+
+def settled(before: Stamp) -> bool:
+    """A file last changed at least 2 s ago: where timestamps are coarse (a few ms per tick),
+    a same-size rewrite within one tick keeps its stamp, so a younger file is never cached."""
+    return time.time_ns() - before[2] > SETTLED_NS
+
+
 def _cached(path: Path, key: str, read: Any) -> Loaded:
     before = stamp(path)
     name = (str(path.resolve()), before, key)
@@ -125,7 +135,7 @@ def _cached(path: Path, key: str, read: Any) -> Loaded:
     if found is not None:
         return Loaded(found, _KINDS[name])
     loaded = read(path, key, before)
-    if stamp(path) == before:  # not changed while read: serve it again
+    if stamp(path) == before and settled(before):  # not changed while read: serve it again
         loaded.bits.flags.writeable = False  # shared: nobody may change it
         _ARRAYS[name] = loaded.bits
         _KINDS[name] = loaded.kind
@@ -182,7 +192,8 @@ def _header(path: Path, stream: Any, version: Stamp) -> tuple[dict[str, Any], in
     if size > min(version[0] - 8, 100_000_000):
         raise ArrayError(f"{path.name!r} has a corrupt safetensors header")
     header = _safetensors_header(stream.read(size), path.name)
-    _HEADERS[name] = (version, header, size)
+    if settled(version):
+        _HEADERS[name] = (version, header, size)
     return header, size
 
 

@@ -50,7 +50,8 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
     if figure is not None:
         extra["sanity"] = figure
     if options.fit and width is not None and block.is_concrete and block.biased:
-        extra["fit"] = {"skipped": "blocks with biases: the fit has no biases yet (MATH.md §8)"}
+        extra["fit"] = {"skipped": "blocks with biases: the fit has no biases yet "
+                                   "(docs/rules.md §8)"}
         verdict += "; fit skipped: blocks with biases"
     elif options.fit and width is not None and block.is_concrete and block.depth == 1:
         from .fit import fit_alarm, phrase
