@@ -16,6 +16,7 @@ torch is never imported here: `from_torch` reads modules by their attribute name
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -102,9 +103,12 @@ class BlockSpec:
             return Skip(self.dim, scale=self.skip)
         return Skip(self.dim, scale=Fraction(1 if self.skip == "identity" else 0))
 
-    def spec_text(self, weights_file: str, name: str | None = None) -> str:
+    def spec_text(self, weights_file: str, name: str | None = None,
+                  claims: Sequence[str] = ()) -> str:
         """A `.mlp` file declaring this block (as `name`), its arrays loaded from
-        `weights_file` (relative to the spec's folder), and `query NAME`."""
+        `weights_file` (relative to the spec's folder), `query NAME`, then one `claim` line
+        per statement of `claims` (e.g. "NAME is not absorbable": claims get certificates
+        with `absorb-prove --certificates`, queries do not)."""
         name = name or self.name
         lines = [f"# written by absorb_formal.build: {weights_file} holds the weights as given",
                  f"block {name} {{", f"    activation {self.activation}",
@@ -112,7 +116,7 @@ class BlockSpec:
         for key in (*WEIGHTS, *BIASES):
             if key in self.arrays:
                 lines.append(f'    {key} = load("{weights_file}", "{key}")')
-        return "\n".join([*lines, "}", f"query {name}", ""])
+        return "\n".join([*lines, "}", f"query {name}", *(f"claim {c}" for c in claims), ""])
 
     def _skip_text(self) -> str:
         if isinstance(self.skip, np.ndarray):
@@ -120,16 +124,18 @@ class BlockSpec:
             return "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in rows) + "]"
         return str(self.skip)
 
-    def save(self, folder: str | Path, name: str | None = None) -> Path:
+    def save(self, folder: str | Path, name: str | None = None,
+             claims: Sequence[str] = ()) -> Path:
         """Write FOLDER/NAME.safetensors (the arrays in their own dtype) and FOLDER/NAME.mlp
-        (the block, loading them, and `query NAME`); return the .mlp path. Existing files are
-        never overwritten (BuildError)."""
+        (the block, loading them, `query NAME` and `claims`, see `spec_text`); return the .mlp
+        path. A claim that does not parse is a BuildError, and nothing stays written. Existing
+        files are never overwritten (BuildError)."""
         folder, name = Path(folder), name or self.name
         weights, spec_file = folder / f"{name}.safetensors", folder / f"{name}.mlp"
         for path in (weights, spec_file):
             if path.exists():
                 raise BuildError(f"{path}: already exists; not overwritten")
-        text = self.spec_text(weights.name, name)
+        text = self.spec_text(weights.name, name, claims)
         if len(text.encode()) > MAX_SPEC_BYTES:
             raise BuildError(f"the skip matrix makes {spec_file.name} larger than a spec may "
                              f"be ({MAX_SPEC_BYTES} bytes)")

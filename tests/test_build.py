@@ -205,3 +205,21 @@ def test_export_of_a_built_block_round_trips(tmp_path, cli):
     result = cli(spec, "--crosscheck", "0")
     assert result.code == 0, result.out + result.err
     assert isinstance(Path(written), Path)
+
+
+def test_saved_claims_get_certificates_that_check(tmp_path, cli):
+    """save(..., claims=...) writes claim lines: `--certificates` stores one document per
+    claim and `check` verifies them; a claim that does not parse leaves nothing written."""
+    spec = from_arrays("relu", UP, DOWN)
+    written = spec.save(tmp_path / "out", "mlp0", claims=["mlp0 is absorbable",
+                                                           "mlp0 is not absorbable at width 2"])
+    run = cli(written, "--crosscheck", "0", "--certificates", tmp_path / "proofs")
+    assert run.code in (0, 1), run.err
+    documents = sorted((tmp_path / "proofs").rglob("*.json"))
+    assert len(documents) == 2
+    check = cli("check", tmp_path / "proofs")
+    assert check.code == 0 and check.out.count("valid —") == 2, check.out
+    with pytest.raises(BuildError):
+        spec.save(tmp_path / "out", "mlp1", claims=["mlp1 is absorbabel"])
+    assert not (tmp_path / "out" / "mlp1.mlp").exists()
+    assert not (tmp_path / "out" / "mlp1.safetensors").exists()
