@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -140,6 +140,19 @@ export:
 """
 
 
+def _count(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `least` (a usage error, exit 2, otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is below {least}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="absorb-prove", description=DESCRIPTION, epilog=EPILOG,
@@ -152,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write one certificate document per claim under DIR")
     parser.add_argument("--update", action="store_true",
                         help="with --certificates: replace documents whose content changed")
-    parser.add_argument("--crosscheck", type=int, default=DEFAULT_POINTS, metavar="N",
+    parser.add_argument("--crosscheck", type=_count(0), default=DEFAULT_POINTS, metavar="N",
                         help=f"float points per witness (default {DEFAULT_POINTS}; fewer, at least "
                              f"{MIN_POINTS}, for witnesses of over {WORK // DEFAULT_POINTS} "
                              "weights: points x weights <= 2e9; 0 = off)")
@@ -170,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"time budget per claim (default {DEFAULT_TIMEOUT:g}; 0 = none); "
                              "a claim that runs out ends unknown")
-    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+    parser.add_argument("-j", "--jobs", type=_count(1), default=1, metavar="N",
                         help="decide N files in parallel (output order is unchanged)")
     parser.add_argument("--no-timing", action="store_true",
                         help='JSON "seconds" as null, so output is byte-identical across runs')

@@ -114,3 +114,9 @@ def test_corpus_copy_of_examples_matches_shared():
         assert all((following / name).is_file() and (following / name).read_text() == text
                    for name, text in moved.items()), sorted(moved)
     assert {name: copy.get(name) for name in shared} == shared
+
+
+@pytest.mark.parametrize("args", [("-j", "0"), ("--crosscheck", "-5"), ("-j", "two")])
+def test_counts_below_their_least_value_are_usage_errors(cli, args):
+    run = cli(*args, "specs/paper")
+    assert run.code == 2 and "error: argument" in run.err and not run.out

@@ -143,6 +143,10 @@ def test_an_unrecognised_expectation_is_a_collection_error_at_its_column(pyteste
     ("claim R is absorbable   # expect: decided",
      ":4:35: error: a claim cannot be expected 'decided'"),
     ("# expect: refuted", ":4:11: error: '# expect:' on a line with no claim or query"),
+    ("claim R is absorbable   # expected: refuted",
+     ":4:27: error: 'expected:' is not an expectation: write '# expect: refuted'"),
+    ("claim R is absorbable   # Expect Unknown",
+     ":4:27: error: 'Expect' is not an expectation: write '# expect: unknown'"),
 ])
 def test_the_cli_refuses_an_expectation_it_cannot_check(cli, write_spec, line, error):
     run = cli("--expect", write_spec(BLOCKS + line + "\n"))

@@ -34,6 +34,10 @@ def decode(data: bytes, path: str) -> str:
 # that a typo (`# expect: refute`, `# Expect: proven`, a bare `# expect:`) is a positioned
 # error instead of silently meaning the default, proved.
 EXPECT = re.compile(r"#\s*expect:[ \t]*(\w*)(.*)", re.IGNORECASE)
+# Near misses that would otherwise be plain comments: `# expected: refuted`, `# expect refuted`,
+# `# expects: unknown` (the outcome word right after an expect-like word, without `expect:`).
+NEAR_EXPECT = re.compile(r"#\s*(expect\w*\s*:?)\s*(proved|refuted|unknown|decided)\b",
+                         re.IGNORECASE)
 SLOW = re.compile(r"#.*\bslow\b")
 CLAIM_OUTCOMES = ("proved", "refuted", "unknown")
 QUERY_OUTCOMES = ("decided", "unknown")
@@ -47,6 +51,11 @@ def expectations(text: str, path: str) -> tuple[dict[int, str], dict[int, str], 
     known = sorted({*CLAIM_OUTCOMES, *QUERY_OUTCOMES})
     for number, line in enumerate(text.split("\n"), start=1):
         match = EXPECT.search(line)
+        near = None if match else NEAR_EXPECT.search(line)
+        if near:
+            errors.append(Diagnostic(path, Pos(number, near.start(1) + 1),
+                                     f"'{near.group(1).strip()}' is not an expectation: write "
+                                     f"'# expect: {near.group(2).lower()}'"))
         if match:
             value, note = match.group(1), match.group(2).strip(" -—:")
             if value not in known:
