@@ -15,6 +15,11 @@ from .decision import Decision
 ENGINES = ("theory", "generic", "both")
 
 
+# The negation of a family modality, in words: never and sometimes are each other's; the
+# others read "not ...".
+NEGATED = {"never": "sometimes", "sometimes": "never"}
+
+
 def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
     """Decide one claim or query of `spec`; `unknown` with a reason when no rule applies.
 
@@ -33,7 +38,8 @@ def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
     if statement.kind == "family":
         return _claim(families.decide(block, statement.modality, size),
                       expected=True, holds=f"{statement.modality} absorbable at width {size}",
-                      fails=f"not {statement.modality} absorbable at width {size}")
+                      fails=f"{NEGATED.get(statement.modality, 'not ' + statement.modality)} "
+                            f"absorbable at width {size}")
     decision, clash = concrete_decision(block, size, engine)
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
