@@ -20,7 +20,7 @@ KEYS = {"line", "statement", "kind", "block", "outcome", "verdict", "method", "r
 def test_help_documents_the_line_format_and_exit_codes(cli):
     run = cli("--help")
     assert run.code == 0
-    assert "FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD]" in run.out
+    assert "FILE:LINE: OUTCOME: STATEMENT — VERDICT [METHOD | CERTIFICATE]" in run.out
     for code in ("0  every claim proved", "1  some claim refuted", "2  a spec has an error",
                  "3  no claim refuted, but some claim or query unknown"):
         assert code in run.out

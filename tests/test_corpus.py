@@ -11,7 +11,8 @@ import pytest
 from absorb_formal.decide import decide, large
 from absorb_formal.language import load_file
 from absorb_formal.numeric.backends import NumpyBackend
-from absorb_formal.numeric.floatblock import plain_from_json
+from absorb_formal.numeric.crosscheck import CONSTRUCTIONS, construction
+from absorb_formal.numeric.floatblock import from_block, plain_from_json
 from absorb_formal.result import PROVED, REFUTED
 
 from .conftest import CORPUS, example_files
@@ -44,6 +45,11 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path):
             x = np.random.default_rng(0).normal(size=(1000, block.dim)) * 3
             if witness.get("check") == large.CONSTRUCTION:  # large blocks: no stored layers
                 assert np.allclose(_spare_pairs(block, witness, x), block.evaluate(x),
+                                   rtol=1e-9, atol=1e-9)
+                continue
+            if witness.get("check") in CONSTRUCTIONS:  # §8 linear neurons / quadruples
+                plain = construction(block, from_block(block))
+                assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
                 continue
             plain = plain_from_json(block, witness["layers"])  # algebraic entries too

@@ -119,6 +119,17 @@ def _skeleton(s: list[list[Fraction]], columns: list[int], rows: list[int]) -> N
         return flint.fmpq_mat(n, k, [flint.fmpq(v.numerator, v.denominator)
                                      for row in entries for v in row])
 
+    def pivots(matrix: Any) -> list[int]:
+        reduced, rank = matrix.rref()
+        return [next(j for j in range(matrix.ncols()) if reduced[i, j] != 0)
+                for i in range(rank)]
+
+    # The first independent columns and rows (pivots of S and of Sᵀ), as the prover picks
+    # them: any other valid skeleton would be accepted too, and a field that two values
+    # satisfy is not checked.
+    require(columns == pivots(mat(s, d, d)), "the columns are not the pivot columns of S")
+    require(rows == pivots(mat([list(c) for c in zip(*s, strict=True)], d, d)),
+            "the rows are not the pivot rows of S")
     r = len(rows)
     if r == 0:
         require(all(v == 0 for row in s for v in row), "S is not 0 but no term is listed")
