@@ -17,7 +17,6 @@ non-zero mod p (else two parallel rows could have different first entries mod p)
 
 from __future__ import annotations
 
-import os
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -83,7 +82,6 @@ def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str
     matrix[:, m] = [_residue(skip[r][c], p) for r, c in coords]
     import flint
 
-    _flint_threads(flint)
     det = int(flint.nmod_mat(flint.fmpz_mat(m + 1, m + 1, matrix.ravel().tolist()), p).det())
     require(det != 0, "the minor is 0 mod p")
     require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
@@ -138,18 +136,3 @@ def key_classes(up: ExactMatrix, down: ExactMatrix, p: int) -> tuple[bool, int]:
     live = down.nonzero().any(axis=0)
     return bool(present.all() and alone.all()), int((alone & live).sum())
 
-
-_THREADS_PID: list[int] = []  # the process that turned FLINT's thread pool on
-
-
-def _flint_threads(flint: Any) -> None:
-    """FLINT's elimination on every core (2 cores: ~20% off the determinant), but only in
-    the process that started its thread pool: the pool does not survive fork (`-j N`, or
-    pytest running the CLI in-process), and a forked child waiting on its parent's workers
-    would hang. A forked child computes on one thread."""
-    if not _THREADS_PID:
-        _THREADS_PID.append(os.getpid())
-    if _THREADS_PID[0] == os.getpid():
-        flint.ctx.threads = max(1, min(os.cpu_count() or 1, 8))
-    else:
-        flint.ctx.threads = 1

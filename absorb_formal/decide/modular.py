@@ -19,10 +19,8 @@ unchanged and the biases never enter the minor.
 
 from __future__ import annotations
 
-import os
 from fractions import Fraction
 from math import isqrt
-from typing import Any
 
 import numpy as np
 
@@ -105,21 +103,5 @@ def _minor(up: Matrix, down: Matrix, skip: np.ndarray, rows_: list[int],
     matrix[:, m] = skip[r_idx, c_idx]
     # through fmpz_mat: a flat list of Python ints converts faster than nested rows
     entries = flint.fmpz_mat(m + 1, m + 1, matrix.ravel().tolist())
-    _flint_threads(flint)
     return int(flint.nmod_mat(entries, PRIME).det())
 
-
-_THREADS_PID: list[int] = []  # the process that turned FLINT's thread pool on
-
-
-def _flint_threads(flint: Any) -> None:
-    """FLINT's elimination on every core (2 cores: ~20% off the determinant), but only in
-    the process that started its thread pool: the pool does not survive fork (`-j N`, or
-    pytest running the CLI in-process), and a forked child waiting on its parent's workers
-    would hang. A forked child computes on one thread."""
-    if not _THREADS_PID:
-        _THREADS_PID.append(os.getpid())
-    if _THREADS_PID[0] == os.getpid():
-        flint.ctx.threads = max(1, min(os.cpu_count() or 1, 8))
-    else:
-        flint.ctx.threads = 1
