@@ -190,49 +190,49 @@ def upper_bound(block: Block) -> int:
     return block.width + 2 * len(factorisation(block).columns)
 
 
-def linear_certificate(block: Block) -> dict[str, Any]:
-    found, gamma = factorisation(block), gate_constant(block)
-    assert gamma is not None
+def _construction_certificate(block: Block, check: str, per_term: int,
+                              **fields: str) -> dict[str, Any]:
+    """A construction's witness: the block's own neurons plus `per_term` neurons per
+    rank-one term of S's factorisation (columns, and rows for a matrix skip)."""
+    found = factorisation(block)
     cert: dict[str, Any] = {
-        "kind": "witness", "check": LINEAR, "width": block.width + len(found.columns),
-        "columns": found.columns, "gamma": str(gamma[0]), "sigma_gamma": str(gamma[1]),
-        "argument": "the block's own neurons, biases unchanged, plus for each rank-one term "
-                    "p q^T of S a linear neuron: gate row 0, gate bias gamma, up row q, up "
-                    "bias 0, down p/sigma(gamma); factorisation as for spare pairs"}
+        "kind": "witness", "check": check, "width": block.width + per_term * len(found.columns),
+        "columns": found.columns, **fields}
     if found.rows is not None:
         cert["rows"] = found.rows
     return cert
+
+
+def linear_certificate(block: Block) -> dict[str, Any]:
+    gamma = gate_constant(block)
+    assert gamma is not None
+    return _construction_certificate(
+        block, LINEAR, 1, gamma=str(gamma[0]), sigma_gamma=str(gamma[1]),
+        argument="the block's own neurons, biases unchanged, plus for each rank-one term "
+                 "p q^T of S a linear neuron: gate row 0, gate bias gamma, up row q, up "
+                 "bias 0, down p/sigma(gamma); factorisation as for spare pairs")
 
 
 def square_certificate(block: Block) -> dict[str, Any]:
-    found, v = factorisation(block), square_constant(block)
+    v = square_constant(block)
     assert v is not None
-    cert: dict[str, Any] = {
-        "kind": "witness", "check": QUADRUPLES, "width": block.width + 4 * len(found.columns),
-        "columns": found.columns, "v": str(v),
-        "argument": "the block's own neurons, biases unchanged, plus for each rank-one term "
-                    "p q^T of S the neurons p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) "
-                    "= p ℓ, ℓ = q·x (lemma σ(z) + σ(−z) = v z²); factorisation as for spare "
-                    "pairs"}
-    if found.rows is not None:
-        cert["rows"] = found.rows
-    return cert
+    return _construction_certificate(
+        block, QUADRUPLES, 4, v=str(v),
+        argument="the block's own neurons, biases unchanged, plus for each rank-one term "
+                 "p q^T of S the neurons p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) "
+                 "= p ℓ, ℓ = q·x (lemma σ(z) + σ(−z) = v z²); factorisation as for spare "
+                 "pairs")
 
 
 def spare_certificate(block: Block) -> dict[str, Any]:
-    found = factorisation(block)
     ridge_ = ridge(block.activation)
     assert ridge_ is not None
-    cert: dict[str, Any] = {
-        "kind": "witness", "check": CONSTRUCTION, "width": upper_bound(block),
-        "columns": found.columns, "a": str(ridge_.a),
-        "argument": "the block's own neurons, up and down biases unchanged, plus for each "
-                    "rank-one term p q^T of S the pair p/(2a)·(σ(q·x) − σ(−q·x)) = p q·x "
-                    "(lemma O(a)); S = cI: q = e_k for the listed columns; a matrix S: the "
-                    "skeleton S = S[:,columns]·S[rows,columns]^-1·S[rows,:]"}
-    if found.rows is not None:
-        cert["rows"] = found.rows
-    return cert
+    return _construction_certificate(
+        block, CONSTRUCTION, 2, a=str(ridge_.a),
+        argument="the block's own neurons, up and down biases unchanged, plus for each "
+                 "rank-one term p q^T of S the pair p/(2a)·(σ(q·x) − σ(−q·x)) = p q·x "
+                 "(lemma O(a)); S = cI: q = e_k for the listed columns; a matrix S: the "
+                 "skeleton S = S[:,columns]·S[rows,columns]^-1·S[rows,:]")
 
 
 def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
