@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 from collections.abc import Iterator
 from fractions import Fraction
@@ -82,15 +83,8 @@ def changed(value: Any) -> Any:
 
 
 def mutated(doc: dict[str, Any], path: Path_, how: str) -> dict[str, Any]:
-    out = copy.deepcopy(doc)
-    parent = out
-    for key in ("certificate", *path[:-1]):
-        parent = parent[key]
-    if how == "drop":
-        parent[path[-1]].pop()
-    else:
-        parent[path[-1]] = changed(parent[path[-1]])
-    return out
+    """The document with one leaf of its certificate changed."""
+    return _at(doc, ("certificate", *path), how)
 
 
 def mutations(folder: Path = PROOFS) -> list[tuple[str, Path_, str]]:
@@ -228,3 +222,101 @@ def test_a_stored_smt_text_cannot_stand_in_for_the_system():
     with pytest.raises(Invalid, match="z3 finds a subset"):
         subset_refutation(list(one), reachable, {"kind": "subset search", "method": "smt",
                                                  "smtlib": "(assert false)\n(check-sat)\n"})
+
+
+# ---- the document around the certificate: claim, statement, outcome, spec, files, blocks ------
+# The checker derives the claim from `statement` (and `check` ties the statement to its spec
+# line); `outcome` must be what the certificate establishes; `spec`, `files`, `line` and the
+# embedded `blocks` are compared with the checker's own reading of the files. Only the
+# prover's prose (`verdict`, `method`, `reason`) is exempt. These run through
+# `absorb_formal.check` with the spec in place, as `absorb-prove check` does.
+DOCUMENT_PROSE = frozenset({"verdict", "method", "reason"})
+BLOCK_MUTATIONS_PER_DOCUMENT = 3
+MAX_DOCUMENT_MUTATIONS = 2500  # sampled (fixed seed) beyond this
+
+
+def _placed(doc: dict[str, Any], name: str, folder: Path) -> dict[str, Any]:
+    """The document as if stored in `folder`: its spec path made relative to that folder."""
+    out = copy.deepcopy(doc)
+    spec = ((PROOFS / name).parent / doc["spec"]["path"]).resolve()
+    out["spec"]["path"] = os.path.relpath(spec, folder.resolve())
+    return out
+
+
+def _at(doc: dict[str, Any], path: Path_, how: str) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    parent = out
+    for key in path[:-1]:
+        parent = parent[key]
+    if how == "drop":
+        parent[path[-1]].pop()
+    else:
+        parent[path[-1]] = changed(parent[path[-1]])
+    return out
+
+
+def semantic(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Edits an attacker would make: flip the outcome; state another claim consistently
+    (statement and claim changed together): another width, the opposite modality."""
+    out = []
+    flip = {"proved": "refuted", "refuted": "proved"}.get(doc["outcome"])
+    if flip:
+        out.append(("outcome flipped", {**doc, "outcome": flip}))
+    claim = doc["claim"]
+    if claim["kind"] in ("absorbable", "family"):
+        width = claim["width"] + 1
+        at = f" at width {width}"
+        statement = doc["statement"].split(" at width ")[0] + at
+        out.append(("width + 1", {**doc, "statement": statement,
+                                  "claim": {**claim, "width": width}}))
+    if claim["kind"] == "absorbable":
+        other = "" if claim["modality"] == "not" else "not"
+        words = " ".join(w for w in ("is", other, "absorbable") if w)
+        tail = doc["statement"].partition(" absorbable")[2]
+        out.append(("modality flipped", {**doc, "statement": f"{claim['block']} {words}{tail}",
+                                         "claim": {**claim, "modality": other}}))
+    if claim["kind"] == "min_width" and claim["min_width"] is not None:
+        value = claim["min_width"] + 1
+        out.append(("min width + 1", {**doc, "statement": f"min width of {claim['block']} is "
+                                                          f"{value}",
+                                      "claim": {**claim, "min_width": value}}))
+    return out
+
+
+def document_mutations() -> list[tuple[str, str, dict[str, Any]]]:
+    """(document, what was changed, the changed document), for every stored document."""
+    found = []
+    rng = random.Random(1)
+    for name, doc in documents():
+        for path, how in leaves({k: v for k, v in doc.items()
+                                 if k not in DOCUMENT_PROSE | {"certificate", "blocks"}}):
+            found.append((name, f"{'.'.join(map(str, path))} ({how})", _at(doc, path, how)))
+        block_leaves = list(leaves(doc["blocks"], ("blocks",)))
+        for path, how in rng.sample(block_leaves, min(len(block_leaves),
+                                                      BLOCK_MUTATIONS_PER_DOCUMENT)):
+            found.append((name, f"{'.'.join(map(str, path))} ({how})", _at(doc, path, how)))
+        found += [(name, what, changed_doc) for what, changed_doc in semantic(doc)]
+    if len(found) > MAX_DOCUMENT_MUTATIONS:
+        found = random.Random(0).sample(found, MAX_DOCUMENT_MUTATIONS)
+    return found
+
+
+def test_every_field_of_a_stored_document_is_checked(tmp_path):
+    import absorb_formal
+
+    tried = document_mutations()
+    assert len(tried) > 1000
+    assert {what.split(" (")[0].split(".")[0] for _, what, _ in tried} >= {
+        "format", "spec", "line", "statement", "claim", "outcome", "blocks", "outcome flipped",
+        "width + 1", "modality flipped"}
+    where = tmp_path / "mutated.json"
+    survived = []
+    for name, what, doc in tried:
+        where.write_text(json.dumps(_placed(doc, name, tmp_path)), encoding="utf-8")
+        [result] = absorb_formal.check(where)
+        if what == "spec.path (change)":  # the spec is elsewhere: said, never silent
+            if "verified against the embedded blocks only" not in result.reason:
+                survived.append(f"{name}: {what}: {result.reason}")
+        elif result.status == "valid":
+            survived.append(f"{name}: {what}")
+    assert survived == []

@@ -268,12 +268,26 @@ def _descr(descr: str) -> tuple[str, str, int]:
 
 
 def _from_npz(path: Path, key: str) -> Dyadic:
+    """Array `key` is member `KEY.npy`. A file that another reader could read another way is
+    refused: a name stored twice, a member not named `*.npy` (numpy's `np.load(f)[key]` takes
+    a member named plainly `key` before `KEY.npy`), or `key` itself a member's name."""
     try:
         with zipfile.ZipFile(path) as archive:
-            names = [n[:-4] for n in archive.namelist() if n.endswith(".npy")]
-            if key not in names:
+            names = archive.namelist()
+            if key + ".npy" not in names:
+                arrays = sorted(n[:-4] for n in names if n.endswith(".npy"))
                 raise FileError(f"has no array {key!r} (it has: "
-                                f"{', '.join(sorted(names)[:10]) or 'none'})")
+                                f"{', '.join(arrays[:10]) or 'none'})")
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    raise FileError(f"is ambiguous: member {name!r} is stored twice")
+                seen.add(name)
+                if not name.endswith(".npy"):
+                    raise FileError(f"is ambiguous: member {name!r} is not a .npy array")
+            if key in seen:
+                raise FileError(f"is ambiguous: members {key!r} and {key + '.npy'!r} both "
+                                f"stand for array {key!r}")
             return _npy(archive.read(key + ".npy"))
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise FileError(f"is not a well-formed .npz: {error}") from None
@@ -322,12 +336,56 @@ def _safetensors_header(path: Path, stream: Any, version: Stamp) -> tuple[Any, i
     if not 0 < size <= version[0] - 8:
         raise FileError("is not a well-formed .safetensors file (header length)")
     try:
-        header = json.loads(stream.read(size).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        header = json.loads(stream.read(size).decode("utf-8"), object_pairs_hook=_unique)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise FileError(f"has a malformed .safetensors header: {error}") from None
+    _layout(header, version[0] - 8 - size)
     if settled(version):
         _HEADERS[name] = (version, header, size)
     return header, size
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct (json's default keeps the last of a repeated
+    key silently; other readers take the first or refuse)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        twice = next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i]))
+        raise FileError(f"is ambiguous: its safetensors header names {twice!r} twice")
+    return out
+
+
+def _layout(header: Any, data_size: int) -> None:
+    """Every entry well-formed (dtype a string, shape and data_offsets lists of integers),
+    and the entries' byte ranges tile the data section: no overlap, no gap, nothing after
+    (the safetensors format's own rule; its library refuses every other file)."""
+    if not isinstance(header, dict):
+        raise FileError("has a malformed .safetensors header (not a JSON object)")
+    spans = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            if not (isinstance(entry, dict) and all(isinstance(v, str) for v in entry.values())):
+                raise FileError("has a malformed .safetensors header (__metadata__)")
+            continue
+        if not (isinstance(entry, dict) and isinstance(entry.get("dtype"), str)
+                and _whole_numbers(entry.get("shape"))
+                and _whole_numbers(entry.get("data_offsets"))
+                and len(entry["data_offsets"]) == 2):
+            raise FileError(f"has a malformed .safetensors entry {name!r}")
+        spans.append((entry["data_offsets"][0], entry["data_offsets"][1]))
+    end = 0
+    for first, last in sorted(spans):
+        if first != end or last < first:
+            raise FileError(f"has a malformed .safetensors header: tensor data does not tile "
+                            f"the data section at byte {end}")
+        end = last
+    if end != data_size:
+        raise FileError(f"has a malformed .safetensors header: tensors cover {end} of "
+                        f"{data_size} data bytes")
+
+
+def _whole_numbers(value: Any) -> bool:
+    return isinstance(value, list) and all(type(v) is int and v >= 0 for v in value)
 
 
 def read_array(path: Path, key: str) -> Dyadic:

@@ -116,6 +116,32 @@ class BlockSource:
         return None
 
 
+@dataclass(frozen=True)
+class ClaimSource:
+    """One claim as the checker reads it: kind `absorbable` (modality "" or "not"), `family`
+    (never, sometimes, generically not, always), `equals` or `min_width`; `width` is the width
+    written after `at width`, or None (the block's own width)."""
+
+    kind: str
+    block: str
+    modality: str = ""
+    width: int | None = None
+    other: str | None = None
+    min_width: int | None = None
+
+    @property
+    def statement(self) -> str:
+        """The claim as the prover's `Claim.statement` normalises it."""
+        if self.kind == "equals":
+            return f"{self.block} equals {self.other}"
+        if self.kind == "min_width":
+            value = "none" if self.min_width is None else str(self.min_width)
+            return f"min width of {self.block} is {value}"
+        words = " ".join(w for w in ("is", self.modality, "absorbable") if w)
+        return f"{self.block} {words}" + ("" if self.width is None
+                                          else f" at width {self.width}")
+
+
 @dataclass
 class SpecSource:
     blocks: dict[str, BlockSource] = field(default_factory=dict)
@@ -124,6 +150,7 @@ class SpecSource:
 
 WEIGHTS = ("up", "down", "gate", "up_bias", "gate_bias", "down_bias")
 MODALITIES = ("not", "never", "sometimes", "generically", "always")
+FAMILY_MODALITIES = ("never", "sometimes", "generically not", "always")
 
 
 class _Reader:
@@ -159,9 +186,13 @@ class _Reader:
             if head.text == "block":
                 block = self.block(head.line)
                 out.blocks[block.name] = block
-            elif head.text in ("claim", "query"):
-                out.statements[head.line] = self.claim() if head.text == "claim" \
-                    else "query " + self.name() + self.at_width()
+            elif head.text == "claim":
+                out.statements[head.line] = self.claim().statement
+            elif head.text == "query":
+                name = self.name()
+                width = self.at_width()
+                out.statements[head.line] = f"query {name}" + (
+                    "" if width is None else f" at width {width}")
             else:
                 raise SourceError(f"{head.line}:{head.column}: unexpected {head.text!r}")
         return out
@@ -249,24 +280,24 @@ class _Reader:
         self.take("]")
         return items
 
-    def at_width(self) -> str:
+    def at_width(self) -> int | None:
         if self.accept("at"):
             self.take("width")
-            return f" at width {_integer(self.number())}"
-        return ""
+            return _whole(self.number())
+        return None
 
-    def claim(self) -> str:
-        """The statement as the prover's `Claim.statement` normalises it."""
+    def claim(self) -> ClaimSource:
+        """The claim after the word `claim` (or a stored statement, which omits it)."""
         if self.accept("min"):
             self.take("width")
             self.take("of")
             name = self.name()
             self.take("is")
-            value = "none" if self.accept("none") else _integer(self.number())
-            return f"min width of {name} is {value}"
+            value = None if self.accept("none") else _whole(self.number())
+            return ClaimSource("min_width", name, min_width=value)
         name = self.name()
         if self.accept("equals"):
-            return f"{name} equals {self.name()}"
+            return ClaimSource("equals", name, other=self.name())
         self.take("is")
         words = []
         while self.peek.text in MODALITIES:
@@ -274,11 +305,27 @@ class _Reader:
         if words == ["generically"]:
             words.append(self.take("not").text)
         self.take("absorbable")
-        return " ".join([name, "is", *words, "absorbable"]) + self.at_width()
+        modality = " ".join(words)
+        if modality not in ("", "not", *FAMILY_MODALITIES):
+            raise SourceError(f"unknown modality {modality!r}")
+        return ClaimSource("family" if modality in FAMILY_MODALITIES else "absorbable",
+                           name, modality, self.at_width())
 
 
-def _integer(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else str(value)
+def _whole(value: Fraction) -> int:
+    if value.denominator != 1 or value < 0:
+        raise SourceError(f"expected a width (a whole number), got {value}")
+    return int(value)
+
+
+def read_statement(text: str) -> ClaimSource:
+    """A document's `statement` (`R is absorbable at width 6`), read as a claim; text that
+    is not exactly one claim in the normal form the prover writes is a `SourceError`."""
+    reader = _Reader(text)
+    claim = reader.claim()
+    if reader.peek.kind != "end" or claim.statement != text:
+        raise SourceError(f"{text[:80]!r} is not a claim statement in normal form")
+    return claim
 
 
 def read_spec(text: str) -> SpecSource:

@@ -15,8 +15,12 @@ from sympy.polys.polyerrors import BasePolynomialError
 
 from . import exact, flips, forms, generic, lemmas, modular, smt, spare
 from .exact import Rows, q
+from .source import SourceError, read_statement
 
 FORMAT = "absorb_formal certificate 2"
+# Every field of a document; `verdict`, `method` and `reason` are the prover's prose.
+DOCUMENT_FIELDS = frozenset({"format", "spec", "files", "line", "statement", "claim", "blocks",
+                             "outcome", "verdict", "method", "reason", "certificate"})
 MAX_ENUMERATION = 16
 NEVER_RULES = ("T1", "T2", "T3", "T4", "T2∞")
 NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F", "T2∞": "E, H(1)"}  # T1: H(k) from k
@@ -59,8 +63,53 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
 
 
+def derive_claim(doc: dict[str, Any]) -> dict[str, Any]:
+    """The claim the document's `statement` makes, as the checker reads it, with the width
+    it is about (the `at width`, else the block's own width). Nothing is taken from the
+    document's `claim` field: it must equal this, and only this is verified. `absorb-prove
+    check` ties `statement` to the spec line it cites (`reading.Reading.stale`), and the
+    embedded blocks to the spec's blocks."""
+    statement = doc["statement"]
+    require(isinstance(statement, str), "the statement is not text")
+    try:
+        said = read_statement(statement)
+    except SourceError as error:
+        raise Invalid(f"the statement cannot be read: {error}") from None
+    names = [said.block] + ([said.other] if said.other is not None else [])
+    blocks = doc["blocks"]
+    require(isinstance(blocks, dict) and sorted(blocks) == sorted(set(names)),
+            f"the document embeds blocks {sorted(blocks) if isinstance(blocks, dict) else []}, "
+            f"the statement is about {sorted(set(names))}")
+    for name, block in blocks.items():
+        require(isinstance(block, dict) and block.get("name") == name,
+                f"the block embedded as '{name}' is named {block.get('name')!r}"
+                if isinstance(block, dict) else f"block '{name}' is not an object")
+    own = blocks[said.block]["width"]
+    require(type(own) is int, "the block's width is not an integer")
+    claim = {"kind": said.kind, "block": said.block, "other": said.other,
+             "modality": said.modality, "width": own if said.width is None else said.width,
+             "min_width": said.min_width}
+    recorded = doc["claim"]
+    if recorded != claim:
+        fields = sorted(set(claim) | set(recorded if isinstance(recorded, dict) else {}))
+        wrong = [f for f in fields if not isinstance(recorded, dict)
+                 or recorded.get(f, Invalid) != claim.get(f, Invalid)]
+        given = recorded if isinstance(recorded, dict) else {}
+        raise Invalid(f"the document's claim is not the one its statement '{statement}' "
+                      "makes: " + ", ".join(f"{f} {given.get(f)!r} (the statement's: "
+                                            f"{claim.get(f)!r})" for f in wrong))
+    return claim
+
+
 def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     require(isinstance(doc, dict) and doc.get("format") == FORMAT, "not a certificate document")
+    require(set(doc) == DOCUMENT_FIELDS, "the document's fields are not the format's: "
+            + ", ".join(f"{'no' if f in DOCUMENT_FIELDS else 'unknown'} field {f!r}"
+                        for f in sorted(set(doc) ^ DOCUMENT_FIELDS)))
+    require(isinstance(doc["spec"], dict) and set(doc["spec"]) == {"path", "sha256"}
+            and isinstance(doc["files"], dict), "malformed 'spec' or 'files'")
+    # The claim comes from the statement alone; every later step reads this copy.
+    doc = {**doc, "claim": derive_claim(doc)}
     claim, outcome, certificate = doc["claim"], doc["outcome"], doc["certificate"]
     if outcome == "unknown":
         if certificate is None:

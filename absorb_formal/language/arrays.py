@@ -9,6 +9,7 @@ extra dependency is needed and a malformed file gives a clear message, not a cra
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
@@ -152,12 +153,51 @@ def _as_row(array: np.ndarray, file: str, key: str) -> np.ndarray:
 
 
 def _from_npz(path: Path, key: str, _: Stamp) -> Loaded:
-    # np.load leaves its file open when the archive is corrupt: own the handle.
-    with open(path, "rb") as stream, np.load(stream, allow_pickle=False) as archive:
-        if key not in archive.files:
+    """Member `KEY.npy` of the zip, and only if no other member could be read as `key`."""
+    with open(path, "rb") as stream, zipfile.ZipFile(stream) as archive:
+        names = archive.namelist()
+        arrays = sorted(n[:-4] for n in names if n.endswith(".npy"))
+        if key + ".npy" not in names:
             raise ArrayError(f"{path.name!r} has no array {key!r} "
-                             f"(it has: {', '.join(sorted(archive.files)[:10]) or 'none'})")
-        return Loaded(np.asarray(archive[key]), "plain")
+                             f"(it has: {', '.join(arrays[:10]) or 'none'})")
+        _unambiguous_npz(names, path.name)
+        if key in names:  # numpy's own np.load(...)[key] would read this member instead
+            raise ArrayError(f"{path.name!r} is ambiguous: it has both a member {key!r} and "
+                             f"{key + '.npy'!r}, which readers take for array {key!r} "
+                             "differently; refused")
+        blob = archive.read(key + ".npy")
+    return Loaded(_npy(blob, path.name, key), "plain")
+
+
+def _unambiguous_npz(names: list[str], file: str) -> None:
+    """An .npz whose arrays each have one meaning: every member is `NAME.npy`, and no name
+    occurs twice (a zip may store a name twice; readers differ on which copy they read)."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ArrayError(f"{file!r} is ambiguous: member {twice[0]!r} occurs "
+                         f"{names.count(twice[0])} times; refused")
+    other = sorted(n for n in names if not n.endswith(".npy"))
+    if other:
+        raise ArrayError(f"{file!r} is ambiguous: member {other[0]!r} is not a .npy array, and "
+                         "readers differ on whether it stands for an array; refused")
+
+
+def _npy(blob: bytes, file: str, key: str) -> np.ndarray:
+    """A `.npy` member, with exactly the data bytes its header announces (numpy ignores
+    trailing bytes; another reader might not)."""
+    stream = io.BytesIO(blob)
+    version = np.lib.format.read_magic(stream)
+    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                   else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = read_header(stream)
+    if dtype.hasobject:
+        raise ArrayError(f"array {key!r} in {file!r} holds Python objects, not numbers")
+    expected = stream.tell() + math.prod(shape) * dtype.itemsize
+    if len(blob) != expected:
+        raise ArrayError(f"array {key!r} in {file!r} has {len(blob) - stream.tell()} data "
+                         f"bytes, its header announces {expected - stream.tell()}")
+    stream.seek(0)
+    return np.asarray(np.lib.format.read_array(stream, allow_pickle=False))
 
 
 def _from_safetensors(path: Path, key: str, version: Stamp) -> Loaded:
@@ -192,6 +232,7 @@ def _header(path: Path, stream: Any, version: Stamp) -> tuple[dict[str, Any], in
     if size > min(version[0] - 8, 100_000_000):
         raise ArrayError(f"{path.name!r} has a corrupt safetensors header")
     header = _safetensors_header(stream.read(size), path.name)
+    _tiled(header, version[0] - 8 - size, path.name)
     if settled(version):
         _HEADERS[name] = (version, header, size)
     return header, size
@@ -201,7 +242,10 @@ def _safetensors_header(raw: bytes, name: str) -> dict[str, Any]:
     """The JSON header as a dict of tensor entries (and `__metadata__`, a dict of strings),
     every entry's structure checked, so that reading it afterwards cannot fail on types."""
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_once)
+    except _Twice as twice:
+        raise ArrayError(f"{name!r} is ambiguous: its safetensors header names {twice} twice, "
+                         "and readers differ on which entry they take; refused") from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ArrayError(f"{name!r} has a corrupt safetensors header (not UTF-8 JSON)") from None
     if not isinstance(header, dict):
@@ -216,6 +260,34 @@ def _safetensors_header(raw: bytes, name: str) -> dict[str, Any]:
                              "needs dtype: a string, shape: a list of integers >= 0, and "
                              "data_offsets: two integers)")
     return header
+
+
+class _Twice(Exception):
+    """A JSON object with a repeated key (json.loads would keep the last silently)."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Twice(repr(key))
+        out[key] = value
+    return out
+
+
+def _tiled(header: dict[str, Any], data_size: int, name: str) -> None:
+    """The tensors' byte ranges cover the data section exactly, without overlap or gap, as
+    the safetensors format requires (its own library refuses other files)."""
+    ranges = sorted(tuple(e["data_offsets"]) for k, e in header.items() if k != "__metadata__")
+    at = 0
+    for start, end in ranges:
+        if start != at or end < start:
+            raise ArrayError(f"{name!r} has a corrupt safetensors header: tensor data "
+                             f"{'overlaps' if start < at else 'leaves a gap'} at byte {at}")
+        at = end
+    if at != data_size:
+        raise ArrayError(f"{name!r} has a corrupt safetensors header: the tensors cover "
+                         f"{at} of its {data_size} data bytes")
 
 
 def _naturals(value: Any) -> bool:
