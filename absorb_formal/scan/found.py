@@ -1,0 +1,54 @@
+"""What scan finds: MLP sublayers as tensor references, before anything is decided."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """One tensor a block loads: `load("FILE", "KEY")`, with `.T` when `transpose`.
+
+    file: the file's path relative to the checkpoint's root folder (a single-file checkpoint
+    is its own root's only file); key: its name in the file (an ONNX initializer's name)."""
+
+    file: str
+    key: str
+    transpose: bool = False
+
+
+@dataclass(frozen=True)
+class FoundBlock:
+    """One MLP sublayer x ↦ down·σ(up·x + up_bias) + down_bias (gated: σ(gate·x + gate_bias)
+    ⊙ (up·x + up_bias)), whose residual is x ↦ x + MLP(x).
+
+    name: a block name valid in the language (e.g. `h0_mlp`); where: the sublayer's place in
+    the checkpoint (`transformer.h.0.mlp`, or an ONNX node path); activation: a language
+    activation name (`gelu_tanh`, `swiglu`, ...) or "" when none is known yet (scan then
+    asks for `--activation`); up: m×d after its transpose; down: d×m after its transpose."""
+
+    name: str
+    where: str
+    activation: str
+    dim: int
+    width: int
+    up: TensorRef
+    down: TensorRef
+    gate: TensorRef | None = None
+    up_bias: TensorRef | None = None
+    gate_bias: TensorRef | None = None
+    down_bias: TensorRef | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def biased(self) -> bool:
+        return any(b is not None for b in (self.up_bias, self.gate_bias, self.down_bias))
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something scan saw and did not decide, with why (attention, norms, embeddings, an
+    MLP whose layout it cannot state exactly, ...)."""
+
+    where: str
+    why: str
