@@ -39,6 +39,8 @@ PATH is a spec file, or a folder searched recursively for *.mlp files.
 
   absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
   absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
+  absorb-prove scan CHECKPOINT [--json] [--write-spec FILE] [--certificates DIR]
+               [--export DIR] [--activation NAME] [--timeout S] [-j N]
   absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors
                [--dtype float64|float32|bfloat16] [--points N] [--force]
 
@@ -352,6 +354,10 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
         from .check_command import main as check_main
 
         return check_main(argv[1:], stdout, stderr)
+    if argv[:1] == ["scan"]:
+        from .scan.command import main as scan_main
+
+        return scan_main(argv[1:], stdout, stderr)
     if argv[:1] == ["export"]:
         exported = parse(build_export_parser(), argv[1:], stdout, stderr)
         return exported if isinstance(exported, int) else run_export(exported, stdout, stderr)
