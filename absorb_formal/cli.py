@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
 
         return check_main(argv[1:], stdout, stderr)
     if argv[:1] == ["scan"]:
-        from .scan.command import main as scan_main
+        from .scanner.command import main as scan_main
 
         return scan_main(argv[1:], stdout, stderr)
     if argv[:1] == ["export"]:

@@ -1,4 +1,4 @@
-"""`absorb-prove scan PATH`: the command line of `absorb_formal.scan`."""
+"""`absorb-prove scan PATH`: the command line of `absorb_formal.scan` (`scanner.run.scan`)."""
 
 from __future__ import annotations
 
