@@ -10,9 +10,11 @@ model code must run those without the residual around them.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +51,11 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
                         "block)")
     width = max(int(a.proved_width or 0) for a in report.blocks)
     replaced: dict[str, np.ndarray] = {}
+    rounding: dict[str, float] = {}
     for answer in report.blocks:
-        replaced.update(_plain_tensors(report, answer, width, checkpoint.root))
+        tensors, rounding[answer.block.where] = _plain_tensors(report, answer, width,
+                                                               checkpoint.root)
+        replaced.update(tensors)
     staging = Path(tempfile.mkdtemp(prefix=".absorb-export-", dir=out.parent
                                     if out.parent.exists() else None))
     try:
@@ -66,7 +71,10 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
             "skip_absorbed": [a.block.where for a in report.blocks], "width": width,
             "note": "each listed MLP sublayer alone computes x + MLP(x) of the original "
                     "model: run it without the residual connection around it",
-            "widths_proved": {a.block.where: a.proved_width for a in report.blocks}}
+            "widths_proved": {a.block.where: a.proved_width for a in report.blocks},
+            # largest |stored − exact| / |exact| over each sublayer's entries: 0 means the
+            # stored tensors are the exact witness, and `equals` proves them equal
+            "max_rounding_rel_error": {k: float(f"{v:.6g}") for k, v in rounding.items()}}
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n",
                                              encoding="utf-8")
         out.mkdir(parents=True, exist_ok=True)
@@ -86,8 +94,9 @@ def _shown(answer: BlockAnswer) -> str:
 
 
 def _plain_tensors(report: ScanReport, answer: BlockAnswer, width: int, root: Path
-                   ) -> dict[str, np.ndarray]:
-    """The sublayer's plain MLP as tensors named and laid out as its own, in its dtype."""
+                   ) -> tuple[dict[str, np.ndarray], float]:
+    """The sublayer's plain MLP as tensors named and laid out as its own, in its dtype
+    (correctly rounded), and the largest relative rounding error."""
     assert report.report is not None and report.report.spec is not None
     block = answer.block
     model = report.report.spec.blocks[block.name]
@@ -108,7 +117,7 @@ def _plain_tensors(report: ScanReport, answer: BlockAnswer, width: int, root: Pa
             ref = TensorRef(weight.file, weight.key.removesuffix(".weight") + ".bias")
         values = item.values
         out[ref.key] = values.T if ref.transpose else values
-    return out
+    return out, max((r.max_rel_error for r in rounded.values()), default=0.0)
 
 
 def _dtype(root: Path, ref: TensorRef) -> str:
@@ -121,13 +130,16 @@ def _dtype(root: Path, ref: TensorRef) -> str:
 def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
            replaced: dict[str, np.ndarray], target: Path) -> None:
     names = list(tensors) + [k for k in replaced if k not in tensors]
-    if target.suffix == ".npz":
-        arrays: dict[str, Any] = {}
-        for name in names:
-            arrays[name] = replaced[name] if name in replaced else \
-                load_array(root / tensors[name][0], name).bits
-        with open(target, "xb") as stream:
-            np.savez(stream, **arrays)
+    if target.suffix == ".npz":  # members copied as stored; replaced ones written anew
+        with open(target, "xb") as stream, zipfile.ZipFile(stream, "w") as archive:
+            for name in names:
+                if name in replaced:
+                    member = io.BytesIO()
+                    np.lib.format.write_array(member, np.ascontiguousarray(replaced[name]))
+                    archive.writestr(f"{name}.npy", member.getvalue())
+                else:
+                    with zipfile.ZipFile(root / tensors[name][0]) as source:
+                        archive.writestr(f"{name}.npy", source.read(f"{name}.npy"))
         return
     entries: list[tuple[str, str, list[int], bytes]] = []
     for name in names:

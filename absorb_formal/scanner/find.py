@@ -319,9 +319,11 @@ def _block(checkpoint: Checkpoint, convention: Convention, names: dict[str, str]
                         f"expected {wanted_down} for an up tensor of shape {up_shape} "
                         f"({'input × output, Conv1D' if flip else 'output × input, nn.Linear'})")
     if hidden is not None and d != hidden:
-        raise ScanError(f"{where}: the MLP's input size {d} is not config.json's hidden size "
-                        f"{hidden}: the layout is not the one this naming convention "
-                        f"({convention.family}) stores")
+        raise ScanError(f"{where}: {tensor(names['up'] + '.weight')} has shape {up_shape}: "
+                        f"input size {d}, but config.json's hidden size is {hidden}; "
+                        f"expected {(hidden, m) if flip else (m, hidden)} "
+                        f"({'input × output, Conv1D' if flip else 'output × input, nn.Linear'},"
+                        f" as {convention.family} stores it)")
     gate = None
     if "gate" in names:
         gate_shape = shape(f"{names['gate']}.weight")
