@@ -359,9 +359,11 @@ def _passed_over(tensors: dict[str, Any], taken: set[str]) -> list[Skipped]:
             continue
         kind = next((k for k, pattern in OTHER_KINDS if pattern.search(key)), "other")
         groups.setdefault(kind, []).append(key)
+    why = {"other": "no MLP naming convention matches",
+           "fused MLP (gate and up in one tensor)": "an MLP whose gate and up share one tensor: "
+           "the language loads whole tensors, so it is not decided"}
     return [Skipped(f"{len(keys)} {kind} tensor(s), e.g. {keys[0]}",
-                    "not an MLP sublayer" if kind != "other" else
-                    "no MLP naming convention matches") for kind, keys in groups.items()]
+                    why.get(kind, "not an MLP sublayer")) for kind, keys in groups.items()]
 
 
 def find_blocks(checkpoint: Checkpoint, activation: str | None

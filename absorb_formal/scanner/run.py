@@ -224,7 +224,7 @@ def answer(block: FoundBlock, claim: StatementResult | None, query: StatementRes
         else:
             lo = 1
         if why:
-            reasons.append(f"min width: {why}")
+            reasons.append(why if why.startswith("min width") else f"min width: {why}")
     if absorbable == "yes" and (hi is None or hi > block.width):
         hi = block.width
         lo = lo if lo is not None else 1
