@@ -189,9 +189,12 @@ def test_usage_errors_are_exit_2_with_a_message(cli, tmp_path):
     assert run.code == 2 and "--write-spec" in run.err
     run = cli("scan", gpt2(tmp_path / "g2", activation="quick_gelu"))
     assert run.code == 2 and "quick_gelu" in run.err and "known:" in run.err
-    (tmp_path / "model.bin").write_bytes(b"PK")
+    (tmp_path / "model.bin").write_bytes(b"PK")  # not a pickle torch can read: said either way
     run = cli("scan", tmp_path / "model.bin")
-    assert run.code == 2 and "safetensors" in run.err
+    assert run.code == 2 and "model.bin" in run.err and ("torch" in run.err), run.err
+    (tmp_path / "notes.txt").write_text("x")
+    run = cli("scan", tmp_path / "notes.txt")
+    assert run.code == 2 and "expected a folder" in run.err
 
 
 def test_the_api_returns_the_same_answers_as_the_command(cli, tmp_path):
@@ -275,3 +278,36 @@ def test_export_is_refused_when_some_sublayer_has_no_proved_width(cli, tmp_path)
     run = cli("scan", llama_sharded(tmp_path / "l"), "--export", tmp_path / "plain")
     assert run.code == 2 and "no width is proved" in run.err
     assert not (tmp_path / "plain").exists() or not any((tmp_path / "plain").iterdir())
+
+
+# ---- PyTorch pickles (torch optional) ---------------------------------------------------------
+
+def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_path):
+    torch = pytest.importorskip("torch")
+    folder = gpt2(tmp_path / "g")
+    from absorb_formal.scanner.export import _raw
+
+    state = {}
+    for key in _read(folder / "model.safetensors"):
+        code, shape, data = _raw(folder / "model.safetensors", key)
+        state[key] = torch.from_numpy(np.frombuffer(data, "<f4").reshape(shape).copy())
+    state["transformer.h.0.mlp.c_fc.weight"] = state["transformer.h.0.mlp.c_fc.weight"].to(
+        torch.bfloat16)  # exact: small integers
+    pickled = tmp_path / "p"
+    pickled.mkdir()
+    torch.save(state, pickled / "pytorch_model.bin")
+    (pickled / "config.json").write_text((folder / "config.json").read_text())
+    from_pickle = cli("scan", "--json", pickled)
+    assert from_pickle.code == 0, from_pickle.err
+    reference = cli("scan", "--json", folder).json()["blocks"]
+    assert [(b["absorbable"], b["min_width"]) for b in from_pickle.json()["blocks"]] == [
+        (b["absorbable"], b["min_width"]) for b in reference]
+    spec = tmp_path / "out" / "p.mlp"
+    assert cli("scan", pickled, "--write-spec", spec).code == 0
+    copy = tmp_path / "out" / "pytorch_model.safetensors"
+    code, shape, data = _raw(copy, "transformer.h.0.mlp.c_fc.weight")
+    assert code == "BF16" and data == state["transformer.h.0.mlp.c_fc.weight"].view(
+        torch.int16).numpy().tobytes()
+    assert cli("--expect", spec).code == 0
+    again = cli("scan", pickled, "--write-spec", tmp_path / "out" / "q.mlp")
+    assert again.code == 2 and "exists" in again.err  # the copy is never written over

@@ -25,8 +25,10 @@ PATH is one of:
   a folder with config.json and model.safetensors (or sharded weights with
     model.safetensors.index.json, or .safetensors / .npz files);
   a .safetensors or .npz file (config.json beside it is read when present);
-  an .onnx file (needs the onnx extra; found by graph pattern).
-A PyTorch .bin/.pt is not read: save it as safetensors first (the message says how).
+  an .onnx file (needs the onnx extra; found by graph pattern);
+  a PyTorch pickle (.bin/.pt/.pth, alone or in a folder; needs torch, loaded with
+    weights_only=True): its tensors are copied bit for bit into a new .safetensors
+    beside the --write-spec FILE (else a temporary folder), which is then read.
 
 MLP sublayers are found by the naming conventions of GPT-2 (Conv1D, input x output),
 GPT-J, GPT-NeoX, BERT/RoBERTa/ViT, OPT/Phi, T5 (plain and gated), LLaMA/Mistral/Qwen/

@@ -16,15 +16,15 @@ import shutil
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .. import export as single
 from ..language.arrays import load_array
-from .find import ScanError, open_checkpoint
+from .find import ScanError
 from .found import TensorRef
 from .run import BlockAnswer, ScanReport
+from .writing import Entry, write_safetensors
 
 WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_dim",
               "decoder_ffn_dim", "ffn_hidden_size", "mlp_dim")
@@ -44,7 +44,8 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
             f"{a.block.where} ({a.absorbable} at width {a.block.width}; min width "
             f"{_shown(a)})" for a in missing[:5]) + ": there is no skip-free checkpoint to "
             "write")
-    checkpoint = open_checkpoint(report.path)
+    checkpoint = report.checkpoint
+    assert checkpoint is not None
     if checkpoint.kind not in ("safetensors", "npz"):
         raise ScanError(f"--export writes safetensors and npz checkpoints; {report.path} is "
                         f"{checkpoint.kind} (use `absorb-prove export --out FILE.onnx` per "
@@ -141,7 +142,7 @@ def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
                     with zipfile.ZipFile(root / tensors[name][0]) as source:
                         archive.writestr(f"{name}.npy", source.read(f"{name}.npy"))
         return
-    entries: list[tuple[str, str, list[int], bytes]] = []
+    entries: list[Entry] = []
     for name in names:
         if name in replaced:
             array = np.ascontiguousarray(replaced[name])
@@ -150,18 +151,7 @@ def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
                             array.astype(array.dtype.newbyteorder("<")).tobytes()))
         else:
             entries.append((name, *_raw(root / tensors[name][0], name)))
-    header: dict[str, Any] = {"__metadata__": {"format": "absorb_formal scan export 1"}}
-    offset = 0
-    for name, code, shape, data in entries:
-        header[name] = {"dtype": code, "shape": shape,
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(target, "xb") as stream:
-        stream.write(len(raw).to_bytes(8, "little") + raw)
-        for *_, data in entries:
-            stream.write(data)
+    write_safetensors(target, entries, {"format": "absorb_formal scan export 1"})
 
 
 def _raw(path: Path, key: str) -> tuple[str, list[int], bytes]:

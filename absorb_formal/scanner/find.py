@@ -97,22 +97,49 @@ class Checkpoint:
 WEIGHT_SUFFIXES = (".safetensors", ".npz")
 
 
-def open_checkpoint(path: Path) -> Checkpoint:
+PICKLES = (".bin", ".pt", ".pth")
+
+
+def _pickle_of(path: Path) -> Path | None:
+    """The PyTorch pickle a scan of `path` reads, if it reads one."""
+    if path.is_file() and path.suffix.lower() in PICKLES:
+        return path
+    if path.is_dir() and not any(p.suffix.lower() in WEIGHT_SUFFIXES + (".onnx",)
+                                 for p in path.iterdir()):
+        found = [p for p in sorted(path.iterdir()) if p.suffix.lower() in PICKLES
+                 and p.is_file()]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def needs_copies(path: Path) -> bool:
+    return _pickle_of(path) is not None
+
+
+def open_checkpoint(path: Path, copies: Path | None = None) -> Checkpoint:
     """The checkpoint at `path`: a folder (config.json with model.safetensors, sharded
-    weights with model.safetensors.index.json, or .safetensors/.npz files), or one
-    .safetensors, .npz or .onnx file."""
+    weights with model.safetensors.index.json, .safetensors/.npz files, or one PyTorch
+    pickle), or one .safetensors, .npz, .onnx or PyTorch pickle file. A pickle's tensors are
+    first copied bit for bit into `copies`/NAME.safetensors (a new file; torch needed)."""
     if not path.exists():
         raise ScanError(f"{path}: no such file or folder")
+    pickle = _pickle_of(path)
+    if pickle is not None:
+        if copies is None:
+            raise ScanError(f"{path}: a PyTorch pickle: its tensors need a folder to be "
+                            "copied into")
+        from .pickles import to_safetensors
+
+        copy = to_safetensors(pickle, copies / f"{pickle.stem}.safetensors")
+        checkpoint = Checkpoint(path, copies, config=_config_beside(pickle))
+        _add_file(checkpoint, copy.name)
+        return checkpoint
     if path.is_dir():
         return _folder(path)
     suffix = path.suffix.lower()
     if suffix == ".onnx":
         return Checkpoint(path, path.parent, {}, _config_beside(path), "onnx")
-    if suffix in (".bin", ".pt", ".pth"):
-        raise ScanError(f"{path}: a PyTorch pickle checkpoint; save it as safetensors first "
-                        "(safetensors.torch.save_file(torch.load(PATH, weights_only=True), "
-                        "'model.safetensors')): the exact readers read .safetensors, .npz "
-                        "and .onnx")
     if suffix not in WEIGHT_SUFFIXES:
         raise ScanError(f"{path}: expected a folder, or a .safetensors, .npz or .onnx file")
     checkpoint = Checkpoint(path, path.parent, config=_config_beside(path),
@@ -160,11 +187,8 @@ def _folder(folder: Path) -> Checkpoint:
         onnx = sorted(folder.glob("*.onnx"))
         if len(onnx) == 1:
             return Checkpoint(onnx[0], folder, {}, config, "onnx")
-        pickles = sorted(p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt"))
-        hint = (f" ({pickles[0]} is a PyTorch pickle: save it as safetensors first)"
-                if pickles else "")
         raise ScanError(f"{folder}: no model.safetensors, model.safetensors.index.json, "
-                        f".safetensors, .npz or single .onnx file{hint}")
+                        ".safetensors, .npz, single .onnx or single PyTorch pickle file")
     for file in files:
         _add_file(checkpoint, file)
     checkpoint.kind = "npz" if all(f.endswith(".npz") for f in files) else "safetensors"

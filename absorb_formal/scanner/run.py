@@ -10,7 +10,10 @@ whole question: `--write-spec` stores it, with each outcome as its `# expect:`, 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +23,7 @@ from ..api import DEFAULT_TIMEOUT, StatementResult, decide_spec
 from ..language import SpecError, load_text
 from ..model import Spec
 from ..report import Entry, FileReport
-from .find import Checkpoint, ScanError, find_blocks, open_checkpoint
+from .find import Checkpoint, ScanError, find_blocks, needs_copies, open_checkpoint
 from .found import FoundBlock, Skipped, TensorRef
 
 
@@ -66,6 +69,7 @@ class ScanReport:
     spec_text: str = ""
     report: FileReport | None = None
     interrupted: bool = False
+    checkpoint: Checkpoint | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "blocks": [b.as_json() for b in self.blocks],
@@ -125,9 +129,21 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
     """Find and decide every MLP sublayer of the checkpoint at `path`. `spec_file`: where
     the spec will be written (its loads are relative to that folder); raises ScanError for a
     checkpoint that cannot be read, SpecError when a tensor cannot be loaded as stated."""
-    checkpoint = open_checkpoint(Path(path))
-    blocks, skipped = find_blocks(checkpoint, activation)
-    result = ScanReport(Path(path), skipped=skipped)
+    scratch = None
+    copies = spec_file.parent if spec_file is not None else None
+    if copies is None and needs_copies(Path(path)):
+        scratch = Path(tempfile.mkdtemp(prefix="absorb-scan-"))
+        copies = scratch
+    try:
+        checkpoint = open_checkpoint(Path(path), copies)
+        blocks, skipped = find_blocks(checkpoint, activation)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    result = ScanReport(Path(path), skipped=skipped, checkpoint=checkpoint)
+    if scratch is not None:  # the copies live as long as the report that loads them
+        weakref.finalize(result, shutil.rmtree, scratch, True)
     if not blocks:
         return result
     folder = (spec_file.parent if spec_file is not None else checkpoint.root).resolve()
