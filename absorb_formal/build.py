@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from . import budget, exactarray
+from . import budget, exactarray, language
 from .activations import Activation
 from .decide import decide as decide_statement
 from .export import ExportError, write_arrays, write_new
-from .language import SpecError, load_file, load_text
+from .language import SpecError, load_file
 from .language.load import MAX_SPEC_BYTES
 from .model import Block, Claim, Layer, Matrix, Query, Skip, Spec
 from .position import Pos
@@ -46,11 +46,9 @@ class BuildError(ValueError):
 def activation_named(name: str) -> Activation:
     """The language's activation `name` (`relu`, `leaky_relu(1/100)`, `swiglu`, ...)."""
     try:
-        spec = load_text(f"block A {{ activation {name}  dim 1  width 1 }}", "<activation>",
-                         Path("."))
+        return language.activation_named(name)
     except SpecError as error:
         raise BuildError(f"activation {name!r}: {error.diagnostics[0].message}") from None
-    return spec.blocks["A"].activation
 
 
 @dataclass(frozen=True, eq=False)
