@@ -97,7 +97,7 @@ class StatementItem(pytest.Item):
 
     def _stored_certificate(self, result: Any) -> None:
         from . import proofs
-        from .check_command import check_document
+        from .checking import check_document
 
         root = Path(str(self.config.rootpath))
         specs = root / str(self.config.getini("absorb_specs"))
