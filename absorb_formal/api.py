@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import budget, progress
+from .checking import check_file
 from .decide import decide
 from .language import SpecError
 from .model import Spec, Statement
+from .paths import collect
 from .report import Entry, FileReport
 from .result import ERROR, Result, unknown
 
@@ -265,9 +267,6 @@ def check(path: str | Path) -> list[CheckResult]:
 def check_items(paths: Iterable[str]) -> list[str | tuple[str, CheckResult]]:
     """(shown name, result) per certificate under `paths`, in order; a str is an error
     message for a path that does not exist or a folder without certificates."""
-    from .check_command import check_file
-    from .cli import collect
-
     out: list[str | tuple[str, CheckResult]] = []
     for item in collect(list(paths), "*.json"):
         if isinstance(item, str):

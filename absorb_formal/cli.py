@@ -14,12 +14,14 @@ from typing import Any, TextIO
 
 from . import __version__, budget, proofs
 from .api import DEFAULT_TIMEOUT, prove_report
+from .arguments import parse
 from .decide.dispatch import ENGINES
 from .language import SpecError
 from .model import Claim
 from .numeric.attach import Options
 from .numeric.backends import BackendError, backend
 from .numeric.crosscheck import DEFAULT_POINTS, MIN_POINTS, WORK
+from .paths import collect
 from .report import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -193,34 +195,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]:
-    """(file, shown name, name relative to its PATH) for every file matching `pattern` under
-    PATHs, in a stable order; a str is an error message."""
-    found: list[tuple[Path, str, str] | str] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            files = sorted(path.rglob(pattern))
-            if not files:
-                found.append(f"{given}: error: no {pattern} files in this folder")
-            found += [(f, str(Path(given) / f.relative_to(path)), str(f.relative_to(path)))
-                      for f in files]
-        elif path.exists():
-            found.append((path, given, _relative_name(path)))
-        else:
-            found.append(f"{given}: error: no such file or folder")
-    return found
-
-
-def _relative_name(path: Path) -> str:
-    """A file given directly: its path relative to the working directory when it lies below
-    it (so `a/x.mlp` and `b/x.mlp` get different certificate names), else its file name."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.name
-
-
 def prove_file(path: Path, shown: str, progress_to: TextIO | None,
                options: Options | None = None, timeout: float = 0.0,
                engine: str = "theory") -> FileReport:
@@ -363,21 +337,6 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
         return exported if isinstance(exported, int) else run_export(exported, stdout, stderr)
     args = parse(build_parser(), argv, stdout, stderr)
     return args if isinstance(args, int) else run_prove(args, stdout, stderr)
-
-
-def parse(parser: argparse.ArgumentParser, argv: list[str], stdout: TextIO,
-          stderr: TextIO) -> argparse.Namespace | int:
-    """The parsed arguments, or the exit code when argparse stopped (0 after --help or
-    --version, 2 for a usage error); help and usage go to `stdout` / `stderr`."""
-    try:
-        old = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = stdout, stderr  # argparse prints help/usage to sys.*
-        try:
-            return parser.parse_args(argv)
-        finally:
-            sys.stdout, sys.stderr = old
-    except SystemExit as stop:
-        return EXIT_ERROR if stop.code not in (0, None) else 0
 
 
 def build_export_parser() -> argparse.ArgumentParser:

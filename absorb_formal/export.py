@@ -513,12 +513,13 @@ def _torch_activation(record: dict[str, str]) -> tuple[bool, Callable[[], Any]]:
     """(gated, a maker of the torch module of σ); ExportError for a σ torch lacks."""
     import torch.nn as nn
 
-    from .build import BuildError, activation_named
+    from .language import SpecError, activation_named
 
     try:
         activation = activation_named(record["activation"])
-    except BuildError as error:
-        raise ExportError(f"the record's {error}") from None
+    except SpecError as error:
+        raise ExportError(f"the record's activation {record['activation']!r}: "
+                          f"{error.diagnostics[0].message}") from None
     scalar = activation.scalar
     makers: dict[str, Callable[[], Any]] = {
         "relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
