@@ -10,8 +10,9 @@ from typing import TextIO
 from .. import progress as bars
 from .. import proofs
 from ..api import DEFAULT_TIMEOUT
+from ..arguments import parse
 from ..model import Claim
-from .find import ScanError
+from .found import ScanError
 from .run import BlockAnswer, ScanReport, scan, with_expectations
 
 EXIT_OK, EXIT_NOT, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -108,8 +109,6 @@ def _positive(text: str) -> int:
 
 
 def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
-    from ..cli import parse
-
     args = parse(build_parser(), argv, stdout, stderr)
     if isinstance(args, int):
         return args

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import export as single
 from ..language.arrays import load_array
-from .find import ScanError
+from .found import ScanError
 from .found import TensorRef
 from .run import BlockAnswer, ScanReport
 from .writing import Entry, write_safetensors

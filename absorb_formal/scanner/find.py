@@ -14,15 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..build import BuildError, activation_named
+from ..language import SpecError, activation_named
 from ..language.arrays import ArrayError, shapes
-from .found import FoundBlock, Skipped, TensorRef
-
-
-class ScanError(ValueError):
-    """A checkpoint scan cannot read: the message names the file, the tensor and what was
-    expected."""
-
+from .found import FoundBlock, ScanError, Skipped, TensorRef
 
 # ---- activations: config.json names → the language's ---------------------------------------
 
@@ -52,7 +46,7 @@ def language_activation(name: str, gated: bool, where: str) -> str:
     if plain is None:
         try:
             act = activation_named(raw)
-        except BuildError:
+        except SpecError:
             raise ScanError(f"{where}: activation {name!r} is not one absorb_formal knows "
                             f"exactly (known: {known_names()}, or any activation of the "
                             "language); give --activation NAME") from None

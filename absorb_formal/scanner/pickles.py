@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .find import ScanError
+from .found import ScanError
 from .writing import Entry, write_safetensors
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth")
