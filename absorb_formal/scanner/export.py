@@ -21,8 +21,7 @@ import numpy as np
 
 from .. import export as single
 from ..language.arrays import load_array
-from .found import ScanError
-from .found import TensorRef
+from .found import ScanError, TensorRef
 from .run import BlockAnswer, ScanReport
 from .writing import Entry, write_safetensors
 
