@@ -247,7 +247,11 @@ class CheckResult:
 def check(path: str | Path) -> list[CheckResult]:
     """Re-verify a certificate file, or every *.json under a folder (sorted), with the
     independent checker; raises FileNotFoundError when the path does not exist or is a
-    folder without any .json file."""
+    folder without any .json file, ValueError when it is a spec (`.mlp`), not a
+    certificate."""
+    spec = spec_given(Path(path), str(path))
+    if spec is not None:
+        raise ValueError(spec)
     found = []
     for item in check_items([str(path)]):
         if isinstance(item, str):
@@ -256,11 +260,36 @@ def check(path: str | Path) -> list[CheckResult]:
     return found
 
 
+def spec_given(path: Path, shown: str) -> str | None:
+    """The error for a spec given where a certificate is wanted (a `.mlp` file, or a folder
+    of specs without certificates), saying which command decides it; None otherwise."""
+    if path.is_file() and path.suffix == ".mlp":
+        return (f"{shown}: error: a spec, not a certificate: decide it with `absorb-prove "
+                f"{shown}`, or write certificates that `check` verifies with `absorb-prove "
+                f"--certificates DIR {shown}`")
+    if path.is_dir() and not any(path.rglob("*.json")) and any(path.rglob("*.mlp")):
+        return (f"{shown}: error: no *.json certificates in this folder, only .mlp specs: "
+                f"decide them with `absorb-prove {shown}`, or write certificates with "
+                f"`absorb-prove --certificates DIR {shown}`")
+    return None
+
+
 def check_items(paths: Iterable[str]) -> list[str | tuple[str, CheckResult]]:
     """(shown name, result) per certificate under `paths`, in order; a str is an error
-    message for a path that does not exist or a folder without certificates."""
+    message for a path that does not exist, a folder without certificates, or a spec."""
     out: list[str | tuple[str, CheckResult]] = []
-    for item in collect(list(paths), "*.json"):
+    for given in paths:
+        spec = spec_given(Path(given), given)
+        if spec is not None:
+            out.append(spec)
+            continue
+        out += _check_under(given)
+    return out
+
+
+def _check_under(given: str) -> list[str | tuple[str, CheckResult]]:
+    out: list[str | tuple[str, CheckResult]] = []
+    for item in collect([given], "*.json"):
         if isinstance(item, str):
             out.append(item)
             continue
