@@ -174,7 +174,10 @@ class TorchBackend:
         raise BackendError(f"no torch formula for {kind}")
 
     def _tensor(self, a: np.ndarray) -> Any:
-        return self.torch.as_tensor(a, dtype=self.torch.float64, device=self.device)
+        # torch warns on a read-only array (weights read from a file are), even though
+        # nothing here writes to it; a copy is what it asks for
+        return self.torch.as_tensor(a if a.flags.writeable else a.copy(),
+                                    dtype=self.torch.float64, device=self.device)
 
     def _run(self, block: FloatBlock, x: np.ndarray, scaled: bool) -> tuple[Any, Any]:
         def sigma(z: Any) -> Any:
