@@ -64,7 +64,7 @@ class StatementResult:
       "decided" | "unknown" (queries); "error" when a numeric check contradicted an exact
       verdict (a bug in absorb_formal).
     verdict: the finding in words ("absorbable at width 3 (J = {1, 2})"); "" when unknown.
-    certificate: the JSON-ready evidence (MATH.md §7) of a proved/refuted/decided outcome.
+    certificate: the JSON-ready evidence (docs/certificates.md) of a proved/refuted/decided outcome.
     line: the statement's line in the spec; statement: its text ("R is absorbable").
     kind: "claim" | "query"; block: the block it is about.
     method: the rule or engine that decided; reason: why the outcome is unknown or error.
@@ -110,7 +110,7 @@ def prove(source: str | Path, *, engine: str = "theory", timeout: float = DEFAUL
 
     source: a .mlp file (see `is_path`) or spec text; `load(...)` in text is relative to
       the working directory.
-    engine: "theory" (MATH.md §3–5, generic engine as fallback), "generic" or "both".
+    engine: "theory" (docs/rules.md §3–5, generic engine as fallback), "generic" or "both".
     timeout: seconds per statement (0 = none); a statement that runs out ends "unknown"
       with reason "timeout after T s" (a query keeps what it decided before).
     numeric: `absorb_formal.numeric.attach.Options` for float cross-checks (default: none).

@@ -8,7 +8,7 @@ rounding) and writes the arrays under the language's field names, so that a spec
 
 - depth 1: `up`, `down`, `gate` (gated activations), `up_bias`, `gate_bias`, `down_bias`
   (1-D; only in a biased witness); depth L ≥ 2: `layer1.up`, …, `layerL.down_bias`
-  (LANGUAGE.md numbers layers from 1).
+  (docs/language.md numbers layers from 1).
 - `.safetensors`: F64, F32 or BF16 tensors; the record below in `__metadata__` (a map of
   strings). `.npz`: float64 or float32 arrays; the record as a JSON string in the 0-d array
   `__absorb_formal__`. NumPy has no bfloat16, so `--dtype bfloat16` needs `.safetensors`.
