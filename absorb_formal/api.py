@@ -64,7 +64,7 @@ class StatementResult:
       "decided" | "unknown" (queries); "error" when a numeric check contradicted an exact
       verdict (a bug in absorb_formal).
     verdict: the finding in words ("absorbable at width 3 (J = {1, 2})"); "" when unknown.
-    certificate: the JSON-ready evidence (MATH.md §7) of a proved/refuted/decided outcome.
+    certificate: the JSON-ready evidence (docs/certificates.md) of a proved/refuted/decided outcome.
     line: the statement's line in the spec; statement: its text ("R is absorbable").
     kind: "claim" | "query"; block: the block it is about.
     method: the rule or engine that decided; reason: why the outcome is unknown or error.
@@ -110,7 +110,7 @@ def prove(source: str | Path, *, engine: str = "theory", timeout: float = DEFAUL
 
     source: a .mlp file (see `is_path`) or spec text; `load(...)` in text is relative to
       the working directory.
-    engine: "theory" (MATH.md §3–5, generic engine as fallback), "generic" or "both".
+    engine: "theory" (docs/rules.md §3–5, generic engine as fallback), "generic" or "both".
     timeout: seconds per statement (0 = none); a statement that runs out ends "unknown"
       with reason "timeout after T s" (a query keeps what it decided before).
     numeric: `absorb_formal.numeric.attach.Options` for float cross-checks (default: none).
@@ -255,7 +255,11 @@ class CheckResult:
 def check(path: str | Path) -> list[CheckResult]:
     """Re-verify a certificate file, or every *.json under a folder (sorted), with the
     independent checker; raises FileNotFoundError when the path does not exist or is a
-    folder without any .json file."""
+    folder without any .json file, ValueError when it is a spec (`.mlp`), not a
+    certificate."""
+    spec = spec_given(Path(path), str(path))
+    if spec is not None:
+        raise ValueError(spec)
     found = []
     for item in check_items([str(path)]):
         if isinstance(item, str):
@@ -264,11 +268,36 @@ def check(path: str | Path) -> list[CheckResult]:
     return found
 
 
+def spec_given(path: Path, shown: str) -> str | None:
+    """The error for a spec given where a certificate is wanted (a `.mlp` file, or a folder
+    of specs without certificates), saying which command decides it; None otherwise."""
+    if path.is_file() and path.suffix == ".mlp":
+        return (f"{shown}: error: a spec, not a certificate: decide it with `absorb-prove "
+                f"{shown}`, or write certificates that `check` verifies with `absorb-prove "
+                f"--certificates DIR {shown}`")
+    if path.is_dir() and not any(path.rglob("*.json")) and any(path.rglob("*.mlp")):
+        return (f"{shown}: error: no *.json certificates in this folder, only .mlp specs: "
+                f"decide them with `absorb-prove {shown}`, or write certificates with "
+                f"`absorb-prove --certificates DIR {shown}`")
+    return None
+
+
 def check_items(paths: Iterable[str]) -> list[str | tuple[str, CheckResult]]:
     """(shown name, result) per certificate under `paths`, in order; a str is an error
-    message for a path that does not exist or a folder without certificates."""
+    message for a path that does not exist, a folder without certificates, or a spec."""
     out: list[str | tuple[str, CheckResult]] = []
-    for item in collect(list(paths), "*.json"):
+    for given in paths:
+        spec = spec_given(Path(given), given)
+        if spec is not None:
+            out.append(spec)
+            continue
+        out += _check_under(given)
+    return out
+
+
+def _check_under(given: str) -> list[str | tuple[str, CheckResult]]:
+    out: list[str | tuple[str, CheckResult]] = []
+    for item in collect([given], "*.json"):
         if isinstance(item, str):
             out.append(item)
             continue

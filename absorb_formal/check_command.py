@@ -38,7 +38,8 @@ output:
 exit codes:
   0  no certificate invalid or stale
   1  some certificate invalid or stale
-  2  a path does not exist (or a folder holds no .json file)
+  2  a path does not exist, a folder holds no .json file, or a path is a spec
+     (.mlp: decide it with `absorb-prove FILE.mlp`)
 """
 
 

@@ -124,7 +124,9 @@ certificates:
 
 export:
   `absorb-prove export SPEC NAME --out FILE` decides block NAME of SPEC at --width W
-  (default: its minimal width) and writes the exact witness, the plain block (skip none)
+  (default: its minimal width; when only bounds lo..hi of it are proved, as `query`
+  finds them, hi, the least width proved absorbable, and the output and the file's
+  width_note say so) and writes the exact witness, the plain block (skip none)
   proved equal to it, as arrays named like the language's fields: up, down, gate,
   up_bias, gate_bias, down_bias (biases 1-D, only those that exist); a stack of depth L
   uses layer1.up ... layerL.down. Each exact weight is rounded to nearest (ties to even)
@@ -350,7 +352,8 @@ def build_export_parser() -> argparse.ArgumentParser:
     parser.add_argument("spec", metavar="SPEC", help="the .mlp spec file")
     parser.add_argument("name", metavar="NAME", help="the block to export")
     parser.add_argument("--width", type=int, metavar="W",
-                        help="hidden width of the witness (default: the minimal width)")
+                        help="hidden width of the witness (default: the minimal width, or the "
+                             "least width proved absorbable when only bounds are proved)")
     parser.add_argument("--out", required=True, type=Path, metavar="FILE",
                         help="FILE.npz or FILE.safetensors (never replaced without --force)")
     parser.add_argument("--dtype", choices=export.DTYPES, default="float64",
@@ -390,6 +393,8 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     print(f"{args.out}: {record['statement']} [{record['method']}]; {record['dtype']}, "
           f"hidden width {record['width']}, arrays {record['arrays'].replace(',', ', ')}",
           file=stdout)
+    if "width_note" in record:
+        print(f"  {record['width_note']}; --width W exports at another", file=stdout)
     print(f"  max rounding error {record['max_rounding_rel_error']} (relative, entrywise); "
           f"sample of {record['sample_points']} points: max error "
           f"{record['sample_max_abs_error']} (relative {record['sample_max_rel_error']})",

@@ -1,4 +1,4 @@
-"""Every field of a certificate is checked or absent (MATH.md §7).
+"""Every field of a certificate is checked or absent (docs/certificates.md).
 
 Each leaf of every stored certificate (fast claims only) is mutated alone — a number gets +1,
 a string another value, a boolean its negation, a list loses an element — and the checker must

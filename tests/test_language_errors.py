@@ -1,4 +1,4 @@
-"""Every error kind of LANGUAGE.md ("Errors the language defines") and every syntax failure:
+"""Every error kind of docs/language.md ("Errors") and every syntax failure:
 a positioned message `FILE:LINE:COL: error: ...`, the source line, a caret, exit 2."""
 
 from __future__ import annotations

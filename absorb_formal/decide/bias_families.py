@@ -1,4 +1,4 @@
-"""MATH.md §8.3: families with biases at depth 1, S ≠ 0, that no never-rule covers.
+"""docs/rules.md §8.3: families with biases at depth 1, S ≠ 0, that no never-rule covers.
 
 - relu family (any d), gelu family: never if m + w < 2 rank S; sometimes if rank S ≤ m ≤ w;
   generically not at w = m; always at m + 2 rank S (families.spare_pairs).
@@ -146,7 +146,7 @@ Neuron = tuple[tuple[Fraction, ...] | None, Fraction | None, tuple[Fraction, ...
 
 
 def flip_member(block: Block) -> Block | None:
-    """A member whose flips cancel S (MATH.md §8.3 "sometimes", checked by §8.2): per
+    """A member whose flips cancel S (docs/rules.md §8.3 "sometimes", checked by §8.2): per
     rank-one term p qᵀ of S, relu²: neurons on q·x + 1 and q·x − 1 with down −p/4 and p/4
     (flipping both changes B by −p qᵀx + const); gated σ = az + e(z): one neuron σ(q·x)·1
     with down −p/(2a) (σ(−z) = σ(z) − 2az); GLU, Og(c): σ(q·x)·(q·x) with down −p/(2c).

@@ -1,4 +1,4 @@
-"""Concrete blocks: absorbable at a width? which minimal width? (MATH.md §3–5).
+"""Concrete blocks: absorbable at a width? which minimal width? (docs/rules.md §3–5).
 
 Order of the rules: a plain block absorbs itself; T1–T4 refute at every width; depth 1 goes
 to the linear rule, the canonical-form width search (O(a)+N) or the GLU rule (Og(c));
@@ -138,7 +138,7 @@ def glu_at(block: Block, at_own: Decision, size: int) -> Decision:
 
 
 def stacked(block: Block, size: int) -> Decision:
-    """Depth ≥ 2, O(a): a stack of per-layer witnesses is a witness (MATH.md §5)."""
+    """Depth ≥ 2, O(a): a stack of per-layer witnesses is a witness (docs/rules.md §5)."""
     if linear.slope(block) is None and ridge(block.activation) is None:
         return undecided(f"depth {block.depth} {block.activation} blocks are covered by no rule")
     assert block.layers is not None
@@ -171,7 +171,7 @@ def biased_keys(block: Block) -> CanonicalForm | None:
 
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
-    if block.biased:  # T3 and T2∞ refute every width (MATH.md §8); then §8.1, §8.2
+    if block.biased:  # T3 and T2∞ refute every width (docs/rules.md §8); then §8.1, §8.2
         return never_decision(block) or biased_at_width(block, size)
     refused = too_large(block)
     for rule in (None if refused else plain_itself(block, size), never_decision(block)):
@@ -185,7 +185,7 @@ def at_width(block: Block, size: int) -> Decision:
 
 
 def biased_at_width(block: Block, size: int) -> Decision:
-    """MATH.md §8: each part decides its own activations; the rest stays undecided."""
+    """docs/rules.md §8: each part decides its own activations; the rest stays undecided."""
     ridge_ = ridge(block.activation)
     if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys; §8 gated
         if large.applies(block):
@@ -229,7 +229,7 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
     width search would stall anyway (`width.stall`), the widths below the stall are not
     searched one (doubles, spare pairs) sub-problem at a time; the proved bounds are reported
     instead (key count, `known`, the cheap witness of `width.upper_bound`)."""
-    nv = never_decision(block)  # biased blocks: T3 and T2∞ only (MATH.md §8)
+    nv = never_decision(block)  # biased blocks: T3 and T2∞ only (docs/rules.md §8)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
     if too_large(block):

@@ -1,4 +1,4 @@
-"""Families (weights not given): never / sometimes / generically not / always (MATH.md §3–4).
+"""Families (weights not given): never / sometimes / generically not / always (docs/rules.md §3–4).
 
 Facts, each with the rule that proves it:
 - S = 0: the block is plain, so always absorbable at width ≥ m (and sometimes at any width:
@@ -79,7 +79,8 @@ def _odd_linear(block: Block, size: int, out: Facts) -> None:
 
 
 def spare_pairs(block: Block, size: int, r: int, out: Facts) -> None:
-    """O(a), ungated, any depth: always at width ≥ m + 2·rank(S); biases stay (MATH.md §8.3)."""
+    """O(a), ungated, any depth: always at width ≥ m + 2·rank(S); biases stay
+    (docs/rules.md §8.3)."""
     props = properties(block.activation)
     a = props.odd_linear
     if a is None or block.activation.gated:
@@ -96,7 +97,7 @@ def spare_pairs(block: Block, size: int, r: int, out: Facts) -> None:
 
 
 def bias_table(block: Block, size: int, out: Facts) -> None:
-    """Families with biases and S ≠ 0 that no never-rule (T3, T2∞) covers (MATH.md §8.3)."""
+    """Families with biases and S ≠ 0 that no never-rule (T3, T2∞) covers (docs/rules.md §8.3)."""
     r = skip.rank(block.skip)
     spare_pairs(block, size, r, out)
     if block.depth != 1:
@@ -155,12 +156,12 @@ def _ridge_table(block: Block, size: int, r: int, out: Facts) -> None:
 
 
 def _line_table(block: Block, size: int, r: int, out: Facts) -> None:
-    """relu family in d = 1 (MATH.md §4): every neuron is on the one line, so B(x) = Λx + v|x|
+    """relu family in d = 1 (docs/rules.md §4): every neuron is on the one line, so B(x) = Λx + v|x|
     and a plain layer realises any (Λ, v) with two neurons (x and −x), and with one neuron
     exactly Λ = ±ρv, i.e. s + 2a Σ_{i∈J} d_i u_i = 0 for J = {u_i > 0} or J = {u_i < 0}."""
     if size >= 2:
         # Any depth: each layer alone is absorbable at width 2, and a stack of absorbable
-        # layers is absorbable (MATH.md §5).
+        # layers is absorbable (docs/rules.md §5).
         rule = {"kind": "rule", "rule": "§4 relu family in d = 1", "width": size,
                 "argument": "all neurons share one line, so each layer is Lx + v|x|, which "
                             "the two neurons x and -x realise: width 2 <= w always suffices, "

@@ -45,7 +45,7 @@ def with_example(block: Block, size: int, rule: dict[str, Any], why: str) -> dic
     """Attach a concrete member of the family and its witness when the family is small."""
     if too_big_for_example(block):
         return rule
-    # A biased family's example: a member with zero biases, stated bias-free (MATH.md §8),
+    # A biased family's example: a member with zero biases, stated bias-free (docs/rules.md §8),
     # whose bias-free witness is a biased plain block with zero biases.
     return attach_example(example_member(replace(block, biased=False), why), size, rule)
 

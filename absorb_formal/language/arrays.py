@@ -73,7 +73,7 @@ def load_array(path: Path, key: str, vector: bool = False) -> Loaded:
     """The array stored under `key`, checked (a real matrix, every value finite), its values
     not yet widened; raises ArrayError otherwise.
 
-    With `vector` (a bias, MATH.md §8): a 1-D array, or a 1×n or n×1 one, returned 1-D.
+    With `vector` (a bias, docs/rules.md §8): a 1-D array, or a 1×n or n×1 one, returned 1-D.
     Reshaping moves no value, so exactness is kept. A file is read once per version: its
     header and arrays are served again while its (size, mtime, ctime, inode) is unchanged."""
     if not path.is_file():

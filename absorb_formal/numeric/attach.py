@@ -1,5 +1,5 @@
-"""Run the numeric checks on a decided result and attach their figures (MATH.md's verdicts
-stay exact; these are the float sanity checks a practitioner reads at a glance)."""
+"""Run the numeric checks on a decided result and attach their figures (the verdicts stay
+exact; these are the float sanity checks a practitioner reads at a glance)."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def _solve(h: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _start(width: int, d: int, hints: list[np.ndarray], rng: np.random.Generator,
            noise: float = 0.1) -> np.ndarray:
     """Random rows, or (hints given) the block's own kink normals with random orientation
-    and noise — where any exact witness must put its neurons (MATH.md §4)."""
+    and noise — where any exact witness must put its neurons (docs/rules.md §4)."""
     if not hints:
         return rng.normal(size=(width, d))
     rows = [hints[i % len(hints)] * rng.choice((-1.0, 1.0)) for i in range(width)]
