@@ -22,7 +22,7 @@ from .. import certificates as cert
 from .. import linalg
 from ..model import Block, Layer, Matrix
 from ..properties import properties
-from . import concrete, skip
+from . import concrete, half_activation, skip
 from .canonical import ridge
 from .decision import BIASED, Decision, undecided
 from .never import never
@@ -68,6 +68,10 @@ def facts(block: Block, size: int) -> Facts:
             bias_table(block, size, out)
         else:
             _odd_linear(block, size, out)
+        half = half_activation.family(block, size)  # §9: relu stacks, any depth, w < 2d
+        if half is not None:
+            out.set("generically not", True, half_activation.METHOD, half)
+            out.set("always", False, half_activation.METHOD, half)
     if not out.truth and not out.reason:
         out.reason = BIASED if block.biased else (
             f"no rule of docs/rules.md §3–4 covers {block.activation} families of depth "
