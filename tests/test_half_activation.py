@@ -232,3 +232,20 @@ def test_relu_families_below_2d_are_generically_not_absorbable_at_any_depth():
     assert H.family(singular, 4) is None
     with pytest.raises(checker_half.Invalid, match="invertible"):
         checker_half.check_family(as_json(singular), 4)
+
+
+# ---- --fit on stacks: it finds a flip witness, and fails where §9 refutes ----------------
+
+def test_the_stack_fit_finds_a_flipped_stack_and_fails_below_the_bound():
+    from absorb_formal.numeric.backends import NumpyBackend
+    from absorb_formal.numeric.fit import FIT_TOLERANCE, search_stack
+
+    paper = ([[1, 0], [0, 1], [1, 1]], [[-1, 0, F(7, 10)], [0, -1, F(3, 10)]])
+    second = ([[1, 0], [1, -1], [3, 1]], [[-1, 0, 2], [-1, 1, 1]])
+    absorbable = make(2, [paper, second])  # each layer: J = {1, 2} flips
+    error, runs = search_stack(absorbable, 3, 2, NumpyBackend(), steps=200)
+    assert error <= FIT_TOLERANCE and runs == 2  # the informed start's sign sweep
+    refuted = make(2, [([[1, 2]], [[1], [1]]), ([[2, -1]], [[3], [1]])])
+    assert H.refute(refuted, 3) is not None
+    error, _ = search_stack(refuted, 3, 2, NumpyBackend(), steps=200)
+    assert error > 1e-2
