@@ -331,13 +331,15 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None) -> MinWid
         return concrete.MinWidth(False, reason=f"min width >= {lo}; a layer's own width is "
                                                "undecided, so no stack of witnesses bounds it")
     hi = max(w for w in widths if w is not None)
-    if known is not None and known[1]:
-        hi = min(hi, known[0])
-    method = STACK_METHOD if lo > 1 else "§5 stack of per-layer witnesses"
-    if lo > hi:  # a witness below the proved bound: never state either
+    if lo > hi:  # every layer absorbable below the proved bound: a bug; never state either
         return concrete.MinWidth(False, reason=f"internal inconsistency: the half-activation "
-                                               f"bound {lo} exceeds a witness at {hi}")
+                                               f"bound {lo} exceeds the layers' width {hi}")
     above = concrete.at_width(block, hi)
+    if known is not None and known[1] and lo <= known[0] < hi:  # a narrower stack, if theory's
+        narrower = concrete.at_width(block, known[0])
+        if narrower.absorbable is True:
+            hi, above = known[0], narrower
+    method = STACK_METHOD if lo > 1 else "§5 stack of per-layer witnesses"
     if above.absorbable is not True:
         return concrete.MinWidth(False, reason=f"min width >= {lo}; the stack of per-layer "
                                                f"witnesses at {hi} failed: {above.reason}")
