@@ -180,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="torch device (default auto: cuda when present)")
     parser.add_argument("--fit", action="store_true",
-                        help="adversarial gradient search for a plain block (depth 1)")
+                        help="adversarial gradient search for a plain block (ungated: "
+                             "any depth, biases)")
     parser.add_argument("--fit-restarts", type=int, default=8, metavar="K",
                         help="random restarts of --fit (default 8)")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
