@@ -1,6 +1,6 @@
 """The Depth ≥ 2 table of docs/depth.md (issue 23): what absorb_formal decides for random ReLU
 stacks of depth 2–4, d = 2–4, m = 1..2d+2, with and without biases; the generic engine where it
-reaches; --fit's best error on every refutation by the half-activation bound (MATH.md §9).
+reaches; --fit's best error on every refutation by the half-activation bound (docs/rules.md §9).
 
     PYTHONPATH=. .venv/bin/python benchmarks/depth_table.py            # print the table
     PYTHONPATH=. .venv/bin/python benchmarks/depth_table.py --write    # and rewrite docs/depth.md

@@ -1,4 +1,4 @@
-"""The half-activation bound for ReLU stacks of any depth (MATH.md §9; docs/rules.md,
+"""The half-activation bound for ReLU stacks of any depth (docs/rules.md §9; docs/rules.md,
 "Depth ≥ 2: the half-activation bound").
 
 Lemma H: a plain ReLU stack (any depth, biases allowed) whose first layer has m′ neurons is
@@ -24,7 +24,7 @@ Guard rails: σ must be c·relu, proved with sympy (ungated, H(1), σ(z) = 0 for
 σ(1) = c ≠ 0): leaky ReLU, GELU, SiLU (whose derivative never vanishes: the first layer keeps
 full rank) and gated blocks never get this rule.
 
-Upper bounds at depth ≥ 2 (MATH.md §5, §9): a stack of absorbable layers is absorbable at the
+Upper bounds at depth ≥ 2 (docs/rules.md §5, §9): a stack of absorbable layers is absorbable at the
 largest layer width (narrower witnesses padded with dead neurons); `minimal_width` brackets
 the min width between 2r and that width, and decides it when they meet.
 """

@@ -230,7 +230,7 @@ def fit_alarm(block: Block, width: int, result: Result, restarts: int,
     try:
         if block.depth == 1 and not block.biased:
             error, runs = search(block, width, restarts, engine, best_so_far=so_far)
-        else:  # stacks and biases: every layer trained (MATH.md §9 refutations, §8)
+        else:  # stacks and biases: every layer trained (docs/rules.md §9 refutations, §8)
             error, runs = search_stack(block, width, restarts, engine, best_so_far=so_far)
     except budget.ClaimTimeout:  # keep the best error reached so far (issue 15.3)
         error, runs, stopped = so_far.error, so_far.runs, budget.timeout_reason()
@@ -296,7 +296,7 @@ def _stack_sweep(block: Block, x: np.ndarray, y: np.ndarray, weight: np.ndarray,
                  params: list[dict[str, np.ndarray]], rng: np.random.Generator
                  ) -> list[dict[str, np.ndarray]]:
     """Neuron orientations of an informed start (a flipped neuron, biases with it, is how a
-    layer's witness differs from the layer in the generic case, MATH.md §4): every sign
+    layer's witness differs from the layer in the generic case, docs/rules.md §4): every sign
     vector when there are at most 2^SWEEP_MAX, else as many random ones; the last layer's
     down solved each time."""
     scalar, biased = block.activation.scalar, block.biased
