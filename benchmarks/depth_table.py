@@ -140,9 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="rewrite the table in " + str(PAGE))
     parser.add_argument("--depths", default="2,3,4")
     parser.add_argument("--dims", default="2,3,4")
+    parser.add_argument("--bias", choices=("no", "yes", "both"), default="both",
+                        help="stacks without biases, with, or both (default)")
     args = parser.parse_args(argv)
     rows = []
-    for bias in (False, True):
+    for bias in {"no": (False,), "yes": (True,), "both": (False, True)}[args.bias]:
         for depth in map(int, args.depths.split(",")):
             for d in map(int, args.dims.split(",")):
                 for m in range(1, 2 * d + 3):
