@@ -127,7 +127,8 @@ def summary(rows: list[dict]) -> str:
     seconds = sum(r["seconds"] for r in rows)
     head = ["| instances | n | decided at own width | min width decided |", "|---|---|---|---|"]
     tail = [f"Generic engine (`--engine both`) compared on {compared} instances: "
-            f"{clashes} disagreements. `--fit` on {len(fits)} refutations by §9: best errors "
+            f"{clashes} disagreements. `--fit` on the first §9 refutation of each of "
+            f"{len(fits)} rows: best errors "
             f"{min(fits):.3g} to {max(fits):.3g}, {reached} within the tolerance "
             f"{FIT_TOLERANCE:g}." if fits else "", f"Total time {seconds:.0f} s."]
     return "\n".join(head + lines) + "\n\n" + "\n".join(tail)
