@@ -127,7 +127,8 @@ def summary(rows: list[dict]) -> str:
     seconds = sum(r["seconds"] for r in rows)
     head = ["| instances | n | decided at own width | min width decided |", "|---|---|---|---|"]
     tail = [f"Generic engine (`--engine both`) compared on {compared} instances: "
-            f"{clashes} disagreements. `--fit` on {len(fits)} refutations by §9: best errors "
+            f"{clashes} disagreements. `--fit` on the first §9 refutation of each of "
+            f"{len(fits)} rows: best errors "
             f"{min(fits):.3g} to {max(fits):.3g}, {reached} within the tolerance "
             f"{FIT_TOLERANCE:g}." if fits else "", f"Total time {seconds:.0f} s."]
     return "\n".join(head + lines) + "\n\n" + "\n".join(tail)
@@ -140,9 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="rewrite the table in " + str(PAGE))
     parser.add_argument("--depths", default="2,3,4")
     parser.add_argument("--dims", default="2,3,4")
+    parser.add_argument("--bias", choices=("no", "yes", "both"), default="both",
+                        help="stacks without biases, with, or both (default)")
     args = parser.parse_args(argv)
     rows = []
-    for bias in (False, True):
+    for bias in {"no": (False,), "yes": (True,), "both": (False, True)}[args.bias]:
         for depth in map(int, args.depths.split(",")):
             for d in map(int, args.dims.split(",")):
                 for m in range(1, 2 * d + 3):
