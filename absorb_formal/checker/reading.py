@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import Dyadic, FileError, Stamp, read_array, sha256_file, stamp
+from .files import Dyadic, FileError, Stamp, read_array, sha256_file, version
 from .modular import Layers
 from .source import (
     BlockSource,
@@ -113,9 +113,11 @@ class Reading:
             self._hashes[file] = None
             if path.is_file():
                 try:
-                    self._versions[file] = stamp(path)
+                    self._versions[file] = version(path)
                     self._hashes[file] = sha256_file(path)
-                    changed = stamp(path) != self._versions[file]
+                    changed = version(path) != self._versions[file]
+                except FileError as error:
+                    raise Stale(f"weight file {file!r} {error}") from None
                 except OSError as error:
                     raise Stale(f"weight file {file!r} cannot be read ({error})") from None
                 if changed:
@@ -129,7 +131,7 @@ class Reading:
             path = self.folder / value.file
             try:
                 self._arrays[(value.file, value.key)] = read_array(path, value.key)
-                now = stamp(path)
+                now = version(path)
             except FileError as error:
                 raise Stale(f"{where}: {value.file!r} (key {value.key!r}) {error}") from None
             except OSError as error:
