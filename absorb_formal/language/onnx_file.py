@@ -93,12 +93,20 @@ class Model:
 
 
 def parse(path: Path) -> Model:
+    return index(path, read_proto(path))
+
+
+def read_proto(path: Path) -> Any:
+    """The ModelProto, its external data not loaded (tensors keep their references)."""
     onnx = onnx_module()
     try:
-        model = onnx.load_model(str(path), format="protobuf", load_external_data=False)
+        return onnx.load_model(str(path), format="protobuf", load_external_data=False)
     except Exception as error:  # protobuf's DecodeError, and whatever else a bad file raises
         raise OnnxError(f"{path.name!r} is not an ONNX model ({type(error).__name__}: "
                         f"{str(error)[:200]})") from None
+
+
+def index(path: Path, model: Any) -> Model:
     graph = model.graph
     names = [t.name for t in graph.initializer] + [s.values.name for s in graph.sparse_initializer]
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
