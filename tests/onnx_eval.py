@@ -1,6 +1,7 @@
 """A tiny numpy interpreter of the few ONNX ops the tests' MLP graphs use (onnxruntime is not
 available): MatMul, Gemm, Add, Sub, Mul, Div, Pow, Erf, Tanh, Sigmoid, Relu, Gelu (and the
-com.microsoft Gelu/FastGelu), Identity, Transpose, Constant. float64 throughout."""
+com.microsoft Gelu/FastGelu), Abs, LeakyRelu, Identity, Cast, Transpose, Constant. Values
+are float64 (a Cast to FLOAT rounds to float32 first)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,12 @@ def run(model: Any, feeds: dict[str, np.ndarray], folder: str | None = None
             out = _gelu(ins[0] + (ins[1] if len(ins) > 1 else 0), "tanh")
         elif op == "Identity":
             out = ins[0]
+        elif op == "Cast":  # to FLOAT rounds to float32; to DOUBLE keeps the value
+            out = ins[0].astype(np.float32) if attrs["to"] == 1 else ins[0]
+        elif op == "Abs":
+            out = np.abs(ins[0])
+        elif op == "LeakyRelu":
+            out = np.where(ins[0] >= 0, ins[0], attrs.get("alpha", 0.01) * ins[0])
         elif op == "Transpose":
             out = np.transpose(ins[0], attrs.get("perm"))
         elif op == "Constant":
