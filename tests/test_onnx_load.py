@@ -434,3 +434,14 @@ def test_both_readers_agree_on_models_with_flipped_bytes(tmp_path, flips, key):
         assert isinstance(mine, str) and isinstance(theirs, str), (mine, theirs)
     else:
         assert mine == theirs.rows()
+
+
+def test_the_docs_onnx_example_is_what_its_script_writes(tmp_path):
+    import runpy
+
+    from .conftest import ROOT
+
+    script = ROOT / "docs" / "examples" / "make_onnx_example.py"
+    runpy.run_path(str(script))["main"](tmp_path)
+    assert (tmp_path / "gpt2_mlp.onnx").read_bytes() == \
+        (script.parent / "gpt2_mlp.onnx").read_bytes()
