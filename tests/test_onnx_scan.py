@@ -140,6 +140,14 @@ def tanh(b: Builder, h: str) -> str:
     return b.op("Tanh", [h])
 
 
+def leaky(b: Builder, h: str) -> str:
+    return b.op("LeakyRelu", [h], alpha=0.25)
+
+
+def fast_gelu(b: Builder, h: str) -> str:
+    return b.op("FastGelu", [h], domain="com.microsoft")
+
+
 def with_identity(b: Builder, h: str) -> str:
     return b.op("Identity", [b.op("Relu", [b.op("Identity", [h])])])
 
@@ -153,6 +161,7 @@ PLAIN = {
     "silu": (silu, "silu"), "gelu_op": (gelu_op, "gelu"),
     "gelu_op_tanh": (gelu_op_tanh, "gelu_tanh"),
     "tanh": (tanh, "tanh"), "identity_nodes": (with_identity, "relu"),
+    "leaky_relu": (leaky, "leaky_relu(1/4)"), "fast_gelu": (fast_gelu, "gelu_tanh"),
 }
 
 
@@ -178,7 +187,8 @@ def _array(folder: Path, ref: TensorRef | None) -> np.ndarray | None:
 
 
 SIGMA = {
-    "relu": lambda z: np.maximum(z, 0), "tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+    "relu": lambda z: np.maximum(z, 0), "leaky_relu(1/4)": lambda z: np.where(z >= 0, z, z / 4),
+    "tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
     "silu": lambda z: z / (1 + np.exp(-z)),
     "gelu": lambda z: 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2))),
     "gelu_tanh": lambda z: 0.5 * z * (1 + np.tanh(SQRT_2_PI * (z + 0.044715 * z**3))),
@@ -380,6 +390,14 @@ def test_shapes_and_biases_that_do_not_fit_are_skipped(tmp_path):
     onnx.save(b.model(y, residual=False, width=3), str(path))
     found, skipped = find_blocks(path)
     assert found == [] and any("mapping 4 values to 3" in s.why for s in skipped)
+
+    b = Builder(4, 8)
+    weight = b.const(np.ones((4, 8)), node=True)  # a weight that is a Constant node
+    y = b.linear(relu(b, b.op("MatMul", ["x", weight])), 8, 4, "fc2")
+    path = tmp_path / "const_weight.onnx"
+    onnx.save(b.model(y), str(path))
+    found, skipped = find_blocks(path)
+    assert found == [] and any("weight is a Constant node" in s.why for s in skipped), skipped
 
     b = Builder(4, 8)
     h = b.op("MatMul", ["x", b.init(np.ones((4, 8)), "fc1.weight")])

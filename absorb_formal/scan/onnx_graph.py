@@ -15,7 +15,9 @@ constants, whose values are read exactly (`language.onnx_file`), and recognised 
 relu; gelu (x·½·(1 + erf(x/√2)) in any order and grouping, x/√2 as a Div by √2 or a Mul by
 1/√2; or the Gelu op); gelu_tanh (x·½·(1 + tanh(√(2/π)(x + 0.044715x³))), the cube as Pow
 or as products, the constants apart or folded; or Gelu with approximate="tanh"); silu
-(x·Sigmoid(x)); tanh; sigmoid. ½ and 1 must be exact; √2, 1/√2, √(2/π) and 0.044715 must
+(x·Sigmoid(x)); tanh; sigmoid; leaky_relu(α) (LeakyRelu, α the exact value of its float32
+attribute); the com.microsoft Gelu and FastGelu ops without a bias input. ½ and 1 must be
+exact; √2, 1/√2, √(2/π) and 0.044715 must
 each be within one unit in the last place of its own float format of the true value (the
 exporter's rounding of it). Anything else — a subgraph that merely looks alike — is
 skipped with the reason.
@@ -31,6 +33,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .. import exactarray
 from ..language import onnx_file
@@ -48,6 +52,7 @@ KEYWORDS = {"absorbable", "activation", "always", "bias", "block", "claim", "dep
             "load", "min", "never", "none", "not", "of", "query", "skip", "sometimes", "up",
             "up_bias", "width", "at", "identity"}
 MAX_NODES = 64  # nodes in one activation subgraph
+DEFAULT_SLOPE = Fraction(float(np.float32(0.01)))  # LeakyRelu's alpha: a float32 attribute
 
 
 class Mismatch(Exception):
@@ -147,7 +152,8 @@ def _others_one(nums: list[Num], used: list[Num]) -> bool:
 
 def classify(e: Expr) -> str:
     """The language's name of the activation that e computes of its single leaf."""
-    if isinstance(e, Op) and e.kind in ("relu", "gelu", "gelu_tanh", "tanh", "sigmoid") \
+    if isinstance(e, Op) and (e.kind in ("relu", "gelu", "gelu_tanh", "tanh", "sigmoid")
+                              or e.kind.startswith("leaky_relu(")) \
             and isinstance(e.args[0], Leaf):
         return e.kind
     found = kinds(e)
@@ -406,6 +412,11 @@ class Graph:
             return None
         found = self.weight(node.input[1])
         if found is None or self.constant_like(node.input[0]):
+            source = self.producer.get(self.source(node.input[1]))
+            if found is None and source is not None and source.op_type == "Constant" \
+                    and not self.constant_like(node.input[0]):
+                raise Mismatch(f"a {node.op_type} whose weight is a Constant node, not an "
+                               "initializer: load(...) reads initializers only")
             return None
         name, flipped = found
         rows, cols = self.dims(name)
@@ -505,7 +516,7 @@ class Graph:
         op, domain = node.op_type, node.domain or ""
         standard = domain in ("", "ai.onnx")
         known = (standard and op in ("Mul", "Add", "Div", "Erf", "Tanh", "Sigmoid", "Relu", "Pow",
-                                     "Gelu")) or (domain == "com.microsoft"
+                                     "Gelu", "LeakyRelu")) or (domain == "com.microsoft"
                                                   and op in ("Gelu", "FastGelu"))
         if not known:
             return Leaf(value)
@@ -525,6 +536,10 @@ class Graph:
             return Op("mul", tuple(factors(args[0])) + (Num(args[1].const, True),))
         if op in ("Erf", "Tanh", "Sigmoid", "Relu") and domain != "com.microsoft":
             return Op(op.lower(), (args[0],))
+        if op == "LeakyRelu" and domain != "com.microsoft":
+            alpha = [a.f for a in node.attribute if a.name == "alpha"]
+            slope = Fraction(alpha[0]) if alpha else DEFAULT_SLOPE
+            return Op(f"leaky_relu({slope})", (args[0],))
         if op == "Pow" and domain != "com.microsoft":
             return Op("pow", (args[0], args[1]))
         if op == "Gelu":
