@@ -450,3 +450,31 @@ def test_a_found_block_is_a_spec_the_prover_decides(cli, tmp_path, case):
     run = cli("--timeout", "20", spec)
     assert run.code in (0, 3), run.out + run.err  # decided or unknown, never a spec error
     assert "decided: query h_0_mlp" in run.out, run.out
+
+
+def test_initializers_listed_as_graph_inputs_are_read_and_noted(tmp_path):
+    """Older exporters list every initializer as a graph input too (a default a runtime
+    may override): the stored values are read, and the block's notes say so."""
+    b = Builder(4, 8)
+    y = b.linear(gelu_torch(b, b.linear("x", 4, 8, "fc1")), 8, 4, "fc2")
+    model = b.model(y)
+    model.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                             for t in model.graph.initializer)
+    path = tmp_path / "ir3.onnx"
+    onnx.save(model, str(path))
+    [block], _ = find_blocks(path)
+    assert block.activation == "gelu"
+    assert any("'fc1.weight' is also a graph input" in n for n in block.notes), block.notes
+
+
+def test_a_malformed_graph_with_cycles_ends(tmp_path):
+    b = Builder(4, 8)
+    h = b.linear("x", 4, 8, "fc1")
+    b.nodes.append(helper.make_node("Identity", ["loop"], ["loop"]))
+    b.nodes.append(helper.make_node("Mul", ["m2", h], ["m1"]))
+    b.nodes.append(helper.make_node("Mul", ["m1", "loop"], ["m2"]))
+    y = b.linear("m1", 8, 4, "fc2")
+    path = tmp_path / "cycle.onnx"
+    onnx.save(b.model(y), str(path))
+    found, skipped = find_blocks(path)
+    assert found == []

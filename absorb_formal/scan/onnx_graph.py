@@ -334,19 +334,24 @@ class Graph:
         return value
 
     def users(self, value: str) -> list[Any]:
-        """The nodes reading a value, through Identity nodes."""
-        out = []
-        for node in self.consumers.get(value, []):
-            if node.op_type == "Identity":
-                out += self.users(node.output[0])
-            else:
-                out.append(node)
+        """The nodes reading a value, through Identity nodes (a malformed graph's Identity
+        cycle is followed once)."""
+        out, todo, seen = [], [value], {value}
+        while todo:
+            for node in self.consumers.get(todo.pop(), []):
+                if node.op_type != "Identity":
+                    out.append(node)
+                elif node.output[0] not in seen:
+                    seen.add(node.output[0])
+                    todo.append(node.output[0])
         return out
 
     def constant(self, value: str) -> Const | None:
-        """A scalar constant (an initializer or a Constant node's output), read exactly."""
+        """A scalar constant (an initializer or a Constant node's output), read exactly. An
+        initializer that is also a graph input (older exporters list every initializer as
+        one) is read as its stored value; a found block's notes say so for its weights."""
         value = self.source(value)
-        if value in self.initializers and value not in self.inputs:
+        if value in self.initializers:
             return self._tensor_const(self.initializers[value], value)
         node = self.producer.get(value)
         if node is None or node.op_type != "Constant":
@@ -447,7 +452,7 @@ class Graph:
 
     def bias(self, value: str, length: int) -> TensorRef:
         value = self.source(value)
-        if value not in self.initializers or value in self.inputs:
+        if value not in self.initializers:
             what = self.producer[value].op_type if value in self.producer else "graph input"
             raise Mismatch(f"a bias {value!r} that is a {what}, not an initializer: load(...) "
                            "reads initializers")
