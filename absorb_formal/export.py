@@ -349,6 +349,13 @@ def check_out(out: Path, dtype: str, force: bool) -> str:
     suffix = out.suffix.lower()
     if suffix not in SUFFIXES:
         raise ExportError(f"{out}: the output must end in .npz, .safetensors or .onnx")
+    if suffix == ".onnx":
+        from .onnx_export import OnnxExportError, onnx_package
+
+        try:
+            onnx_package()  # before any work is done
+        except OnnxExportError as error:
+            raise ExportError(f"{out}: {error}") from None
     if suffix == ".npz" and dtype == "bfloat16":
         raise ExportError(f"{out}: NumPy has no bfloat16 type; write bfloat16 to a "
                           ".safetensors file")

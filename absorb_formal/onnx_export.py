@@ -33,7 +33,8 @@ class OnnxExportError(Exception):
     """No ONNX form for this export; the message says why."""
 
 
-def _onnx() -> Any:
+def onnx_package() -> Any:
+    """The onnx package, or OnnxExportError saying how to install it."""
     try:
         return onnx_module()
     except OnnxError as error:
@@ -122,7 +123,7 @@ def _sigma(g: _Graph, scalar: Any, h: str) -> str:
 def onnx_bytes(arrays: dict[str, np.ndarray], record: dict[str, str]) -> bytes:
     """The serialised model of an export (arrays as `export.write_arrays` gets them: float64,
     float32, or uint16 bfloat16 bit patterns; `record` as its metadata)."""
-    onnx = _onnx()
+    onnx = onnx_package()
     activation = _activation(record["activation"])
     depth, dim = int(record["depth"]), int(record["dim"])
     wide = record["dtype"] == "float64"
@@ -175,7 +176,7 @@ def onnx_record(path: Any) -> dict[str, str] | None:
     """The metadata_props of an ONNX model, or None when it has none; ValueError when the
     file is no ONNX model."""
     try:
-        model = _onnx().load_model(str(path), format="protobuf", load_external_data=False)
+        model = onnx_package().load_model(str(path), format="protobuf", load_external_data=False)
     except OnnxExportError as error:
         raise ValueError(str(error)) from None
     except Exception as error:  # protobuf's DecodeError, and whatever else a bad file raises

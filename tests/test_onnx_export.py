@@ -105,3 +105,18 @@ def test_a_file_that_is_not_onnx_is_refused(tmp_path):
     (tmp_path / "x.onnx").write_bytes(b"\xff not a model")
     with pytest.raises(ExportError, match="not an ONNX model"):
         read_export(tmp_path / "x.onnx")
+
+
+def test_without_the_onnx_package_export_refuses_before_deciding(spec, tmp_path, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_onnx(name, *args, **kwargs):
+        if name == "onnx" or name.startswith("onnx."):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    with pytest.raises(ExportError, match=r"pip install 'absorb_formal\[onnx\]'"):
+        export.check_out(tmp_path / "r.onnx", "float64", False)
