@@ -445,3 +445,19 @@ def test_the_docs_onnx_example_is_what_its_script_writes(tmp_path):
     runpy.run_path(str(script))["main"](tmp_path)
     assert (tmp_path / "gpt2_mlp.onnx").read_bytes() == \
         (script.parent / "gpt2_mlp.onnx").read_bytes()
+
+
+def test_without_the_onnx_package_both_readers_say_how_to_install_it(tmp_path, monkeypatch):
+    import builtins
+
+    path = model(tmp_path / "m.onnx", [W])
+    real = builtins.__import__
+
+    def no_onnx(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "onnx" or name.startswith("onnx."):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    assert "pip install 'absorb_formal[onnx]'" in prover(path, "W")
+    assert "pip install 'absorb_formal[onnx]'" in checker(path, "W")
