@@ -28,6 +28,7 @@ skip; a block whose output is not seen feeding an Add (a residual) says so in it
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -311,7 +312,8 @@ class Graph:
         self.proto = onnx_file.read_proto(path)
         self.index = onnx_file.index(path, self.proto)
         graph = self.proto.graph
-        self.nodes = list(graph.node)
+        self.nodes = [node for node in graph.node if _well_formed(node)]
+        self.malformed = [node for node in graph.node if not _well_formed(node)]
         self.producer: dict[str, Any] = {}
         self.consumers: dict[str, list[Any]] = {}
         for node in self.nodes:
@@ -357,6 +359,9 @@ class Graph:
         if node is None or node.op_type != "Constant":
             return None
         for attribute in node.attribute:
+            if attribute.name in ("value_float", "value_floats") and not all(
+                    math.isfinite(f) for f in [attribute.f, *attribute.floats]):
+                raise Mismatch(f"a constant {value!r} that is not a finite number")
             if attribute.name == "value":
                 return self._tensor_const(attribute.t, value)
             if attribute.name == "value_float":
@@ -385,7 +390,10 @@ class Graph:
         except onnx_file.OnnxError as error:
             raise Mismatch(f"a constant that cannot be read exactly: {error}") from None
         values = Loaded(bits.reshape(1, 1), kind).array()
-        [[value]] = exactarray.fractions(values)
+        try:
+            [[value]] = exactarray.fractions(values)
+        except (ValueError, OverflowError):
+            raise Mismatch(f"a constant {name!r} that is not a finite number") from None
         return Const(value, PRECISION.get(tensor.data_type), name)
 
     def weight(self, value: str) -> tuple[str, bool] | None:
@@ -543,6 +551,8 @@ class Graph:
             return Op(op.lower(), (args[0],))
         if op == "LeakyRelu" and domain != "com.microsoft":
             alpha = [a.f for a in node.attribute if a.name == "alpha"]
+            if not all(math.isfinite(a) for a in alpha):
+                raise Mismatch("a LeakyRelu whose alpha is not a finite number")
             slope = Fraction(alpha[0]) if alpha else DEFAULT_SLOPE
             return Op(f"leaky_relu({slope})", (args[0],))
         if op == "Pow" and domain != "com.microsoft":
@@ -572,6 +582,25 @@ class Graph:
         return classify(e), before
 
 
+# (inputs, outputs) that the ops this finder reads must have; other ops are never indexed
+ARITY = {"Identity": (1, 1), "Transpose": (1, 1), "Erf": (1, 1), "Tanh": (1, 1),
+         "Sigmoid": (1, 1), "Relu": (1, 1), "LeakyRelu": (1, 1), "Gelu": (1, 1),
+         "FastGelu": (1, 1), "Mul": (2, 1), "Add": (2, 1), "Div": (2, 1), "Pow": (2, 1),
+         "MatMul": (2, 1), "Gemm": (2, 1), "Constant": (0, 1)}
+
+
+def _well_formed(node: Any) -> bool:
+    """At least the inputs and outputs its op needs, the required ones named (Gemm's C and
+    FastGelu's bias are optional)."""
+    need = ARITY.get(node.op_type)
+    if need is None:
+        return True
+    inputs, outputs = need
+    return (len(node.input) >= inputs and all(node.input[:inputs])
+            and len(node.output) >= outputs and all(node.output[:outputs])
+            and (node.op_type in ("Gemm", "FastGelu", "Gelu") or len(node.input) == inputs))
+
+
 # ---- the finder ----------------------------------------------------------------------------
 
 def find_blocks(path: Path) -> tuple[list[FoundBlock], list[Skipped]]:
@@ -579,7 +608,9 @@ def find_blocks(path: Path) -> tuple[list[FoundBlock], list[Skipped]]:
     `file` = the model's name), and what was passed over, with why."""
     graph = Graph(Path(path))
     found: list[FoundBlock] = []
-    skipped: list[Skipped] = []
+    skipped = [Skipped(node.name or node.op_type, f"a malformed {node.op_type} node "
+                       f"({len(node.input)} inputs, {len(node.output)} outputs)")
+               for node in graph.malformed]
     used: set[str] = set()  # names of the linear nodes that are part of a found block
     mentioned: set[str] = set()
     for i, node in enumerate(graph.nodes):
