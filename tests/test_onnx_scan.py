@@ -256,12 +256,13 @@ def test_without_biases_and_without_a_residual(tmp_path):
     np.testing.assert_allclose(out, block_output(tmp_path, block, x), rtol=1e-6)
 
 
-def gated(tmp_path: Path, act: Any, order: str = "act_first") -> Path:
+def gated(tmp_path: Path, act: Any, order: str = "act_first", style: str = "transpose",
+          bias: bool = False) -> Path:
     b = Builder(4, 8)
-    g = act(b, b.linear("x", 4, 8, "model.layers.0.mlp.gate_proj", "transpose", False))
-    u = b.linear("x", 4, 8, "model.layers.0.mlp.up_proj", "transpose", False)
+    g = act(b, b.linear("x", 4, 8, "model.layers.0.mlp.gate_proj", style, bias))
+    u = b.linear("x", 4, 8, "model.layers.0.mlp.up_proj", style, bias)
     hidden = b.op("Mul", [g, u] if order == "act_first" else [u, g])
-    y = b.linear(hidden, 8, 4, "model.layers.0.mlp.down_proj", "transpose", False)
+    y = b.linear(hidden, 8, 4, "model.layers.0.mlp.down_proj", style, bias)
     path = tmp_path / "gated.onnx"
     onnx.save(b.model(y), str(path))
     return path
@@ -278,6 +279,13 @@ def test_gated_blocks(tmp_path, act, name, order):
     [block] = found
     assert block.name == "model_layers_0_mlp"
     assert block.gate == TensorRef("gated.onnx", "model.layers.0.mlp.gate_proj.weight", False)
+    agrees(path, block)
+
+
+def test_gated_blocks_with_biases_and_in_out_weights(tmp_path):
+    path = gated(tmp_path, gelu_op, style="matmul", bias=True)
+    [block], _ = find_blocks(path)
+    assert block.activation == "geglu" and block.gate.transpose and block.gate_bias is not None
     agrees(path, block)
 
 
