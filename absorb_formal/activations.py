@@ -1,5 +1,5 @@
 """Activations as mathematics: each knows its formula (sympy), its exact value on Q where it
-has one, and its float64 value; `properties.py` proves what MATH.md §2 needs about it.
+has one, and its float64 value; `properties.py` proves what docs/rules.md §2 needs about it.
 
 An `Activation` is the block's nonlinearity: a scalar function `σ` plus whether the block is
 gated (`B(x) = Sx + D(σ(Gx) ⊙ Ux)`) or not (`B(x) = Sx + Dσ(Ux)`).
@@ -24,7 +24,7 @@ _RATIONAL_KINDS = frozenset({"relu", "leaky_relu", "relu_pow", "abs", "identity"
 
 @dataclass(frozen=True)
 class Scalar:
-    """A scalar function σ: R → R from the table of LANGUAGE.md.
+    """A scalar function σ: R → R from the table of docs/language.md.
 
     kind is one of relu, leaky_relu (param α), relu_pow (power k ≥ 2), abs, identity,
     poly (coeffs c0..cn; `square` is poly[0, 0, 1]), gelu, gelu_tanh, silu, tanh, sigmoid.

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import budget, progress
+from .checking import check_file
 from .decide import decide
 from .language import SpecError
 from .model import Spec, Statement
+from .paths import collect
 from .report import Entry, FileReport
 from .result import ERROR, Result, unknown
 
@@ -62,7 +64,7 @@ class StatementResult:
       "decided" | "unknown" (queries); "error" when a numeric check contradicted an exact
       verdict (a bug in absorb_formal).
     verdict: the finding in words ("absorbable at width 3 (J = {1, 2})"); "" when unknown.
-    certificate: the JSON-ready evidence (MATH.md §7) of a proved/refuted/decided outcome.
+    certificate: the JSON-ready evidence (docs/certificates.md) of a proved/refuted/decided outcome.
     line: the statement's line in the spec; statement: its text ("R is absorbable").
     kind: "claim" | "query"; block: the block it is about.
     method: the rule or engine that decided; reason: why the outcome is unknown or error.
@@ -108,7 +110,7 @@ def prove(source: str | Path, *, engine: str = "theory", timeout: float = DEFAUL
 
     source: a .mlp file (see `is_path`) or spec text; `load(...)` in text is relative to
       the working directory.
-    engine: "theory" (MATH.md §3–5, generic engine as fallback), "generic" or "both".
+    engine: "theory" (docs/rules.md §3–5, generic engine as fallback), "generic" or "both".
     timeout: seconds per statement (0 = none); a statement that runs out ends "unknown"
       with reason "timeout after T s" (a query keeps what it decided before).
     numeric: `absorb_formal.numeric.attach.Options` for float cross-checks (default: none).
@@ -148,8 +150,16 @@ def prove_report(source: str | Path, shown: str | None = None, *, engine: str = 
 
 def _decide_all(spec: Spec, engine: str, timeout: float, numeric: Options | None
                 ) -> tuple[list[Entry], bool]:
+    return decide_spec(spec, spec.statements, engine=engine, timeout=timeout, numeric=numeric)
+
+
+def decide_spec(spec: Spec, statements: Iterable[Statement], *, engine: str = "theory",
+                timeout: float = DEFAULT_TIMEOUT, numeric: Options | None = None
+                ) -> tuple[list[Entry], bool]:
+    """Decide some statements of a validated spec, in order, each under its own budget:
+    (one Entry per statement decided, whether Ctrl-C stopped it)."""
     entries: list[Entry] = []
-    for statement in spec.statements:
+    for statement in statements:
         start = time.perf_counter()
         try:
             exact, result = _decide_one(spec, statement, engine, timeout, numeric)
@@ -245,7 +255,11 @@ class CheckResult:
 def check(path: str | Path) -> list[CheckResult]:
     """Re-verify a certificate file, or every *.json under a folder (sorted), with the
     independent checker; raises FileNotFoundError when the path does not exist or is a
-    folder without any .json file."""
+    folder without any .json file, ValueError when it is a spec (`.mlp`), not a
+    certificate."""
+    spec = spec_given(Path(path), str(path))
+    if spec is not None:
+        raise ValueError(spec)
     found = []
     for item in check_items([str(path)]):
         if isinstance(item, str):
@@ -254,14 +268,36 @@ def check(path: str | Path) -> list[CheckResult]:
     return found
 
 
+def spec_given(path: Path, shown: str) -> str | None:
+    """The error for a spec given where a certificate is wanted (a `.mlp` file, or a folder
+    of specs without certificates), saying which command decides it; None otherwise."""
+    if path.is_file() and path.suffix == ".mlp":
+        return (f"{shown}: error: a spec, not a certificate: decide it with `absorb-prove "
+                f"{shown}`, or write certificates that `check` verifies with `absorb-prove "
+                f"--certificates DIR {shown}`")
+    if path.is_dir() and not any(path.rglob("*.json")) and any(path.rglob("*.mlp")):
+        return (f"{shown}: error: no *.json certificates in this folder, only .mlp specs: "
+                f"decide them with `absorb-prove {shown}`, or write certificates with "
+                f"`absorb-prove --certificates DIR {shown}`")
+    return None
+
+
 def check_items(paths: Iterable[str]) -> list[str | tuple[str, CheckResult]]:
     """(shown name, result) per certificate under `paths`, in order; a str is an error
-    message for a path that does not exist or a folder without certificates."""
-    from .check_command import check_file
-    from .cli import collect
-
+    message for a path that does not exist, a folder without certificates, or a spec."""
     out: list[str | tuple[str, CheckResult]] = []
-    for item in collect(list(paths), "*.json"):
+    for given in paths:
+        spec = spec_given(Path(given), given)
+        if spec is not None:
+            out.append(spec)
+            continue
+        out += _check_under(given)
+    return out
+
+
+def _check_under(given: str) -> list[str | tuple[str, CheckResult]]:
+    out: list[str | tuple[str, CheckResult]] = []
+    for item in collect([given], "*.json"):
         if isinstance(item, str):
             out.append(item)
             continue

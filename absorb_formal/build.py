@@ -2,6 +2,7 @@
 
     from absorb_formal import build
     spec = build.from_arrays("relu", up, down, skip="identity")   # or build.from_torch(mlp)
+    # GPT-2's Conv1D weights are stored input x output: from_arrays(..., layout="in_out")
     build.decide(spec)                        # a Result, as `absorb-prove` reports it
     spec.save("checked", "mlp0")              # checked/mlp0.safetensors + checked/mlp0.mlp
 
@@ -24,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from . import budget, exactarray
+from . import budget, exactarray, language
 from .activations import Activation
 from .decide import decide as decide_statement
-from .export import ExportError, write_arrays, write_new
-from .language import SpecError, load_file, load_text
+from .export import ExportError, bf16_to_float32, write_arrays, write_new
+from .language import SpecError, load_file
 from .language.load import MAX_SPEC_BYTES
 from .model import Block, Claim, Layer, Matrix, Query, Skip, Spec
 from .position import Pos
@@ -46,11 +47,9 @@ class BuildError(ValueError):
 def activation_named(name: str) -> Activation:
     """The language's activation `name` (`relu`, `leaky_relu(1/100)`, `swiglu`, ...)."""
     try:
-        spec = load_text(f"block A {{ activation {name}  dim 1  width 1 }}", "<activation>",
-                         Path("."))
+        return language.activation_named(name)
     except SpecError as error:
         raise BuildError(f"activation {name!r}: {error.diagnostics[0].message}") from None
-    return spec.blocks["A"].activation
 
 
 @dataclass(frozen=True, eq=False)
@@ -161,12 +160,21 @@ def _bits(array: np.ndarray) -> np.ndarray:
     return (array.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
 
 
-def _array(value: Any, name: str, ndim: int) -> np.ndarray:
-    """A real array kept exact: float16 widened to float32, integers as int64, finite.
-    A torch tensor is read through `tensor_array` (bfloat16 widened exactly)."""
-    array = tensor_array(value, name)[0] if hasattr(value, "detach") else np.asarray(value)
+def _array(value: Any, name: str, ndim: int) -> tuple[np.ndarray, bool]:
+    """(a real array kept exact, was it bfloat16): float16 widened to float32, integers as
+    int64, finite. A torch tensor is read through `tensor_array`, an ml_dtypes bfloat16
+    array through its bits (both widened exactly to float32)."""
+    bf16 = False
+    if hasattr(value, "detach"):
+        array, bf16 = tensor_array(value, name)
+    else:
+        array = np.asarray(value)
+        if array.dtype.name == "bfloat16" and array.dtype.itemsize == 2:  # ml_dtypes
+            array, bf16 = bf16_to_float32(array.view(np.uint16)), True
     if array.dtype.kind == "b" or array.dtype.kind not in "fiu":
-        raise BuildError(f"{name}: dtype {array.dtype} is not a real number format")
+        raise BuildError(f"{name}: dtype {array.dtype} is not a real number format (read "
+                         "exactly: IEEE float16/32/64, bfloat16 (torch or ml_dtypes), "
+                         "integers)")
     if array.dtype.kind in "iu":
         if array.size and int(np.abs(array.astype(object)).max()) >= 2**63:
             raise BuildError(f"{name}: integers beyond int64")
@@ -179,30 +187,48 @@ def _array(value: Any, name: str, ndim: int) -> np.ndarray:
         raise BuildError(f"{name}: expected a {ndim}-D array, got shape {array.shape}")
     if array.dtype.kind == "f" and not np.isfinite(array).all():
         raise BuildError(f"{name}: holds a non-finite value")
-    return np.ascontiguousarray(array)
+    return np.ascontiguousarray(array), bf16
+
+
+LAYOUTS = ("out_in", "in_out")
 
 
 def from_arrays(activation: str, up: Any, down: Any, *, gate: Any = None, up_bias: Any = None,
                 gate_bias: Any = None, down_bias: Any = None,
                 skip: str | float | int | Fraction | Any | None = "identity",
-                name: str = "B") -> BlockSpec:
+                name: str = "B", layout: str = "out_in", dim: int | None = None) -> BlockSpec:
     """A depth-1 block `S x + down σ(up x + up_bias) + down_bias` (gated: `down (σ(gate x +
     gate_bias) ⊙ (up x + up_bias)) + down_bias`) from arrays: up m×d, down d×m, gate m×d,
     biases 1-D. skip: "identity", "none" or None, a number c (S = c·I), or a d×d array.
-    Arrays are numpy arrays (or torch tensors); every value is read exactly (a float is the
-    dyadic it denotes); bfloat16 tensors are marked to be saved as BF16 again."""
+
+    layout: how the weight matrices are stored. "out_in" (default): output × input, as
+      torch's nn.Linear (LLaMA, T5, BERT, ViT): up m×d, down d×m, gate m×d. "in_out":
+      input × output, as Hugging Face's Conv1D (GPT-2) and JAX/Flax kernels: up d×m,
+      down m×d, gate d×m, read transposed.
+    dim: d (the model's hidden size), when known. It is checked against the arrays, and it
+      is what tells a transposed up and down apart from a block with d and m swapped when
+      nothing else does (no biases, a scalar skip). Arrays that fit only in the other
+      layout are refused, with the layout that fits.
+
+    Arrays are numpy arrays, ml_dtypes bfloat16 arrays or torch tensors; every value is
+    read exactly (a float is the dyadic it denotes); bfloat16 arrays are marked to be saved
+    as BF16 again."""
+    if layout not in LAYOUTS:
+        raise BuildError(f"layout {layout!r}: 'out_in' (nn.Linear: output x input) or "
+                         "'in_out' (Conv1D, JAX: input x output)")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+        raise BuildError(f"dim {dim!r}: a positive integer (the model's hidden size d)")
     given = {"up": up, "down": down, "gate": gate, "up_bias": up_bias,
              "gate_bias": gate_bias, "down_bias": down_bias}
-    arrays = {key: _array(value, key, 1 if key in BIASES else 2)
-              for key, value in given.items() if value is not None}
+    read = {key: _array(value, key, 1 if key in BIASES else 2)
+            for key, value in given.items() if value is not None}
+    stored = {key: array for key, (array, _) in read.items()}
+    skip_value = _skip(skip)
     act = activation_named(activation)
+    _check_shapes(stored, skip_value, layout, dim)
+    arrays = {key: np.ascontiguousarray(array.T) if layout == "in_out" and key in WEIGHTS
+              else array for key, array in stored.items()}
     m, d = arrays["up"].shape
-    shapes = {"up": (m, d), "down": (d, m), "gate": (m, d), "up_bias": (m,), "gate_bias": (m,),
-              "down_bias": (d,)}
-    for key, array in arrays.items():
-        if array.shape != shapes[key]:
-            raise BuildError(f"{key} has shape {array.shape}; expected {shapes[key]} "
-                             f"(d = {d}, m = {m} from up)")
     if act.gated != ("gate" in arrays):
         raise BuildError(f"{activation} is {'' if act.gated else 'not '}gated: "
                          f"{'give' if act.gated else 'drop'} gate")
@@ -210,13 +236,55 @@ def from_arrays(activation: str, up: Any, down: Any, *, gate: Any = None, up_bia
         raise BuildError("gate_bias on an ungated activation")
     if m < 1 or d < 1:
         raise BuildError("up must have at least one row and one column")
-    bfloat16 = frozenset(key for key, value in given.items()
-                         if value is not None and hasattr(value, "detach")
-                         and str(value.dtype) == "torch.bfloat16")
-    return BlockSpec(activation, arrays, _skip(skip, d), name, bfloat16)
+    bfloat16 = frozenset(key for key, (_, bf16) in read.items() if bf16)
+    return BlockSpec(activation, arrays, skip_value, name, bfloat16)
 
 
-def _skip(skip: Any, d: int) -> str | Fraction | np.ndarray:
+def _expected_shapes(m: int, d: int, layout: str) -> dict[str, tuple[int, ...]]:
+    """The shape each array has, as stored in `layout`, in a block of width m and dim d."""
+    up, down = ((m, d), (d, m)) if layout == "out_in" else ((d, m), (m, d))
+    return {"up": up, "down": down, "gate": up, "up_bias": (m,), "gate_bias": (m,),
+            "down_bias": (d,), "skip": (d, d)}
+
+
+def _misfits(arrays: dict[str, np.ndarray], skip: Any, layout: str, dim: int | None
+             ) -> list[str]:
+    """What does not fit a block whose up is stored in `layout` (d and m read off up)."""
+    rows, columns = arrays["up"].shape
+    m, d = (rows, columns) if layout == "out_in" else (columns, rows)
+    expected = _expected_shapes(m, d, layout)
+    shapes = {key: array.shape for key, array in arrays.items()}
+    if isinstance(skip, np.ndarray):
+        shapes["skip"] = skip.shape
+    found = [f"{key} has shape {shape}; expected {expected[key]}"
+             for key, shape in shapes.items() if shape != expected[key]]
+    if dim is not None and d != dim:
+        found.insert(0, f"up has shape {arrays['up'].shape}, which gives d = {d}, not "
+                        f"dim = {dim}")
+    return found
+
+
+def _check_shapes(arrays: dict[str, np.ndarray], skip: Any, layout: str,
+                  dim: int | None) -> None:
+    """BuildError unless every array fits `layout`; when they all fit the other layout, the
+    message says so (a transposed Conv1D or nn.Linear weight)."""
+    misfits = _misfits(arrays, skip, layout, dim)
+    if not misfits:
+        return
+    rows, columns = arrays["up"].shape
+    m, d = (rows, columns) if layout == "out_in" else (columns, rows)
+    where = f"{misfits[0]} (layout={layout!r}: d = {d}, m = {m} from up)"
+    other = LAYOUTS[1 - LAYOUTS.index(layout)]
+    if not _misfits(arrays, skip, other, dim):
+        stored = "input x output (HF Conv1D, JAX)" if other == "in_out" else \
+            "output x input (nn.Linear)"
+        where += (f"; every array fits layout={other!r}: the weights are stored {stored}, "
+                  f"so pass layout={other!r}, or transpose them (.T, as a spec writes "
+                  "load(...).T)")
+    raise BuildError(where)
+
+
+def _skip(skip: Any) -> str | Fraction | np.ndarray:
     if skip is None or (isinstance(skip, str) and skip == "none"):
         return "none"
     if isinstance(skip, str):
@@ -228,10 +296,7 @@ def _skip(skip: Any, d: int) -> str | Fraction | np.ndarray:
     if isinstance(skip, int | float | Fraction | np.floating | np.integer):
         value = Fraction(skip.item() if isinstance(skip, np.generic) else skip)  # exact
         return "identity" if value == 1 else "none" if value == 0 else value
-    array = _array(skip, "skip", 2)
-    if array.shape != (d, d):
-        raise BuildError(f"skip has shape {array.shape}; expected ({d}, {d})")
-    return array
+    return _array(skip, "skip", 2)[0]  # its shape: _check_shapes
 
 
 def decide(spec: BlockSpec | Block, claim: str = "absorbable", *, width: int | None = None,

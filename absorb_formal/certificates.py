@@ -1,4 +1,5 @@
-"""JSON forms of certificates (MATH.md §7): rationals as strings, matrices as lists of rows.
+"""JSON forms of certificates (docs/certificates.md): rationals as strings, matrices as lists
+of rows.
 
 Every builder returns a plain dict with a "kind" naming a row of the §7 table, so that
 certificates are deterministic, serialisable and readable by the independent checker.
@@ -26,7 +27,7 @@ def matrix(rows: Sequence[Sequence[Fraction]]) -> list[list[str]]:
 
 
 def layers(stack: Sequence[Layer]) -> list[dict[str, Any]]:
-    """Each layer's weights; a biased layer's biases too (MATH.md §8), so that bias-free
+    """Each layer's weights; a biased layer's biases too (docs/rules.md §8), so that bias-free
     documents keep their bytes."""
     out = []
     for layer in stack:

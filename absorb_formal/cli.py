@@ -14,12 +14,14 @@ from typing import Any, TextIO
 
 from . import __version__, budget, proofs
 from .api import DEFAULT_TIMEOUT, prove_report
+from .arguments import parse
 from .decide.dispatch import ENGINES
 from .language import SpecError
 from .model import Claim
 from .numeric.attach import Options
 from .numeric.backends import BackendError, backend
 from .numeric.crosscheck import DEFAULT_POINTS, MIN_POINTS, WORK
+from .paths import collect
 from .report import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -39,6 +41,8 @@ PATH is a spec file, or a folder searched recursively for *.mlp files.
 
   absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
   absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
+  absorb-prove scan CHECKPOINT [--json] [--write-spec FILE] [--certificates DIR]
+               [--export DIR] [--activation NAME] [--timeout S] [-j N]
   absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors
                [--dtype float64|float32|bfloat16] [--points N] [--force]
 
@@ -120,7 +124,9 @@ certificates:
 
 export:
   `absorb-prove export SPEC NAME --out FILE` decides block NAME of SPEC at --width W
-  (default: its minimal width) and writes the exact witness, the plain block (skip none)
+  (default: its minimal width; when only bounds lo..hi of it are proved, as `query`
+  finds them, hi, the least width proved absorbable, and the output and the file's
+  width_note say so) and writes the exact witness, the plain block (skip none)
   proved equal to it, as arrays named like the language's fields: up, down, gate,
   up_bias, gate_bias, down_bias (biases 1-D, only those that exist); a stack of depth L
   uses layer1.up ... layerL.down. Each exact weight is rounded to nearest (ties to even)
@@ -174,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="torch device (default auto: cuda when present)")
     parser.add_argument("--fit", action="store_true",
-                        help="adversarial gradient search for a plain block (depth 1)")
+                        help="adversarial gradient search for a plain block (ungated: "
+                             "any depth, biases)")
     parser.add_argument("--fit-restarts", type=int, default=8, metavar="K",
                         help="random restarts of --fit (default 8)")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
@@ -189,34 +196,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help='JSON "seconds" as null, so output is byte-identical across runs')
     parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
     return parser
-
-
-def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]:
-    """(file, shown name, name relative to its PATH) for every file matching `pattern` under
-    PATHs, in a stable order; a str is an error message."""
-    found: list[tuple[Path, str, str] | str] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            files = sorted(path.rglob(pattern))
-            if not files:
-                found.append(f"{given}: error: no {pattern} files in this folder")
-            found += [(f, str(Path(given) / f.relative_to(path)), str(f.relative_to(path)))
-                      for f in files]
-        elif path.exists():
-            found.append((path, given, _relative_name(path)))
-        else:
-            found.append(f"{given}: error: no such file or folder")
-    return found
-
-
-def _relative_name(path: Path) -> str:
-    """A file given directly: its path relative to the working directory when it lies below
-    it (so `a/x.mlp` and `b/x.mlp` get different certificate names), else its file name."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.name
 
 
 def prove_file(path: Path, shown: str, progress_to: TextIO | None,
@@ -352,26 +331,15 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
         from .check_command import main as check_main
 
         return check_main(argv[1:], stdout, stderr)
+    if argv[:1] == ["scan"]:
+        from .scanner.command import main as scan_main
+
+        return scan_main(argv[1:], stdout, stderr)
     if argv[:1] == ["export"]:
         exported = parse(build_export_parser(), argv[1:], stdout, stderr)
         return exported if isinstance(exported, int) else run_export(exported, stdout, stderr)
     args = parse(build_parser(), argv, stdout, stderr)
     return args if isinstance(args, int) else run_prove(args, stdout, stderr)
-
-
-def parse(parser: argparse.ArgumentParser, argv: list[str], stdout: TextIO,
-          stderr: TextIO) -> argparse.Namespace | int:
-    """The parsed arguments, or the exit code when argparse stopped (0 after --help or
-    --version, 2 for a usage error); help and usage go to `stdout` / `stderr`."""
-    try:
-        old = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = stdout, stderr  # argparse prints help/usage to sys.*
-        try:
-            return parser.parse_args(argv)
-        finally:
-            sys.stdout, sys.stderr = old
-    except SystemExit as stop:
-        return EXIT_ERROR if stop.code not in (0, None) else 0
 
 
 def build_export_parser() -> argparse.ArgumentParser:
@@ -385,7 +353,8 @@ def build_export_parser() -> argparse.ArgumentParser:
     parser.add_argument("spec", metavar="SPEC", help="the .mlp spec file")
     parser.add_argument("name", metavar="NAME", help="the block to export")
     parser.add_argument("--width", type=int, metavar="W",
-                        help="hidden width of the witness (default: the minimal width)")
+                        help="hidden width of the witness (default: the minimal width, or the "
+                             "least width proved absorbable when only bounds are proved)")
     parser.add_argument("--out", required=True, type=Path, metavar="FILE",
                         help="FILE.npz or FILE.safetensors (never replaced without --force)")
     parser.add_argument("--dtype", choices=export.DTYPES, default="float64",
@@ -425,6 +394,8 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     print(f"{args.out}: {record['statement']} [{record['method']}]; {record['dtype']}, "
           f"hidden width {record['width']}, arrays {record['arrays'].replace(',', ', ')}",
           file=stdout)
+    if "width_note" in record:
+        print(f"  {record['width_note']}; --width W exports at another", file=stdout)
     print(f"  max rounding error {record['max_rounding_rel_error']} (relative, entrywise); "
           f"sample of {record['sample_points']} points: max error "
           f"{record['sample_max_abs_error']} (relative {record['sample_max_rel_error']})",

@@ -7,7 +7,7 @@ platform's long double through its own `frexp` and 32-bit chunks (never through 
 which would round 64 mantissa bits to 53). Integer arrays are exact as they stand, at any size.
 
 Exact work asks for values in three ways: as `Fraction`s (small blocks, whole rows or
-columns) and as residues modulo a prime (the modular-rank certificate of large blocks, MATH.md
+columns) and as residues modulo a prime (the modular-rank certificate of large blocks, docs/rules.md
 §7), computed from (M, E) directly so that no value is ever converted to a nearby float.
 """
 

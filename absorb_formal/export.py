@@ -8,7 +8,7 @@ rounding) and writes the arrays under the language's field names, so that a spec
 
 - depth 1: `up`, `down`, `gate` (gated activations), `up_bias`, `gate_bias`, `down_bias`
   (1-D; only in a biased witness); depth L ≥ 2: `layer1.up`, …, `layerL.down_bias`
-  (LANGUAGE.md numbers layers from 1).
+  (docs/language.md numbers layers from 1).
 - `.safetensors`: F64, F32 or BF16 tensors; the record below in `__metadata__` (a map of
   strings). `.npz`: float64 or float32 arrays; the record as a JSON string in the 0-d array
   `__absorb_formal__`. NumPy has no bfloat16, so `--dtype bfloat16` needs `.safetensors`
@@ -23,7 +23,9 @@ stores for the claim `NAME is absorbable at width W`), dtype, arrays, max_roundi
 and sample_max_rel_error (the block's float64 evaluation against the exported arrays'
 float64 evaluation over seeded sample points, the relative figure measured against the size of
 the terms summed as in the witness cross-check; "n/a" with the reason in sample_note when the
-block has no float64 image).
+block has no float64 image); width_note, only when no width was asked and the minimal width
+is only bounded: the proved bounds, and that the width exported is the least proved
+absorbable.
 
 This module is numeric output, not a deciding path: the verdict and the witness come from
 `decide`; rounding happens only here.
@@ -45,7 +47,7 @@ import numpy as np
 
 from . import proofs
 from .decide import large
-from .decide.concrete import MinWidth
+from .decide.concrete import MinWidth, too_large
 from .decide.decision import Decision
 from .decide.dispatch import _minimal, concrete_decision
 from .model import Block, Layer, Matrix
@@ -199,30 +201,28 @@ LARGE_METHODS = (large.METHOD, large.METHOD_GATED)  # constructions, not stored 
 class Witness:
     """layers: the decision's witness; None for a large block's construction (its own
     neurons plus the added ones, `decide.large`), which is rounded without converting the
-    block's weights."""
+    block's weights. width_note: why the width was chosen, when no width was asked and the
+    minimal width is only bounded ("" otherwise)."""
 
     block: Block
     claim_width: int
     decision: Decision
     layers: tuple[Layer, ...] | None
+    width_note: str = ""
 
 
 def find_witness(block: Block, width: int | None, engine: str = "theory") -> Witness:
-    """The decision's witness at `width`, or at the block's minimal width when None."""
+    """The decision's witness at `width`; when None, at the block's minimal width, or, when
+    only bounds lo..hi of it are proved, at hi: the least width proved absorbable (found as
+    a query finds it, without the exhaustive width search, so in the time a query takes)."""
     if block.layers is None:
         raise ExportError(f"block {block.name} is a family (no weights): nothing to export")
+    note, decided = "", None
     if width is None:
-        found: MinWidth = _minimal(block, engine)[0]
-        if not found.found:
-            raise ExportError(f"the minimal width of {block.name} is unknown: {found.reason}; "
-                              "give --width")
-        if found.value is None:
-            raise ExportError(f"block {block.name} is not absorbable at any width "
-                              f"[{found.method}]", EXIT_NOT_ABSORBABLE)
-        width = found.value
+        width, note, decided = _default_width(block, engine)
     if width < 1:
         raise ExportError("--width must be at least 1")
-    decision, clash = concrete_decision(block, width, engine)
+    decision, clash = decided or concrete_decision(block, width, engine)
     if clash:
         raise ExportError(clash)
     if decision.absorbable is None:
@@ -232,13 +232,41 @@ def find_witness(block: Block, width: int | None, engine: str = "theory") -> Wit
         raise ExportError(f"block {block.name} is not absorbable at width {width} "
                           f"[{decision.method}]", EXIT_NOT_ABSORBABLE)
     if decision.witness is None and decision.method in LARGE_METHODS:
-        return Witness(block, width, decision, None)
+        return Witness(block, width, decision, None, note)
     if decision.witness is None:
         raise ExportError(f"block {block.name} is absorbable at width {width} "
                           f"[{decision.method}], but the decision holds no rational witness "
                           "to export (an algebraic witness, or a large block proved "
                           "absorbable without one)")
-    return Witness(block, width, decision, decision.witness)
+    return Witness(block, width, decision, decision.witness, note)
+
+
+def _default_width(block: Block, engine: str
+                   ) -> tuple[int, str, tuple[Decision, str] | None]:
+    """(width, note, the decision at that width when already made) for an export without
+    --width: the minimal width, else the upper end of its proved bounds. As a query: the
+    block's own width first, which narrows the bounds."""
+    own, clash, known = None, "", None
+    if not too_large(block):  # large blocks: the bounds do not use it
+        own, clash = concrete_decision(block, block.width, engine)
+        if clash:
+            raise ExportError(clash)
+        known = None if own.absorbable is None else (block.width, own.absorbable)
+    found: MinWidth = _minimal(block, engine, known, exhaustive=False)[0]
+    if found.found and found.value is None:
+        raise ExportError(f"block {block.name} is not absorbable at any width "
+                          f"[{found.method}]", EXIT_NOT_ABSORBABLE)
+    if found.found:
+        assert found.value is not None
+        width, note = found.value, ""
+    elif found.bounds is not None:
+        lo, width = found.bounds
+        note = (f"the minimal width is between {lo} and {width} (proved); {width} is the least "
+                "width proved absorbable")
+    else:
+        raise ExportError(f"the minimal width of {block.name} is unknown ({found.reason}) and "
+                          "no width is proved absorbable: give --width")
+    return width, note, (own, "") if own is not None and width == block.width else None
 
 
 def array_names(depth: int) -> Iterator[tuple[int, str, str]]:
@@ -505,6 +533,7 @@ def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: in
         "dtype": dtype, "arrays": ",".join(arrays),
         "max_rounding_rel_error": f"{max(r.max_rel_error for r in rounded.values()):.6g}",
         **sample_error(block, {k: r.as_float64() for k, r in rounded.items()}, points),
+        **({"width_note": found.width_note} if found.width_note else {}),
     }
     write_arrays(out, arrays, record, force)
     return record
@@ -534,12 +563,13 @@ def _torch_activation(record: dict[str, str]) -> tuple[bool, Callable[[], Any]]:
     """(gated, a maker of the torch module of σ); ExportError for a σ torch lacks."""
     import torch.nn as nn
 
-    from .build import BuildError, activation_named
+    from .language import SpecError, activation_named
 
     try:
         activation = activation_named(record["activation"])
-    except BuildError as error:
-        raise ExportError(f"the record's {error}") from None
+    except SpecError as error:
+        raise ExportError(f"the record's activation {record['activation']!r}: "
+                          f"{error.diagnostics[0].message}") from None
     scalar = activation.scalar
     makers: dict[str, Callable[[], Any]] = {
         "relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"),

@@ -1,7 +1,7 @@
-"""The exact block model (MATH.md §1): blocks, claims and queries, each with its position.
+"""The exact block model (docs/rules.md §1): blocks, claims and queries, each with its position.
 
 Ungated layer: `x ↦ S x + D σ(U x)`; gated: `x ↦ S x + D (σ(G x) ⊙ U x)`. With biases
-(MATH.md §8): `S x + D σ(U x + b) + c`, gated `S x + D (σ(G x + g) ⊙ (U x + b)) + c`.
+(docs/rules.md §8): `S x + D σ(U x + b) + c`, gated `S x + D (σ(G x + g) ⊙ (U x + b)) + c`.
 A block of depth L is the composition of its L layers, all with the same σ, S, d and m.
 Weights are exact rationals (`Matrix`); a skip is kept as `c·I` when it is one, so that a
 family with `dim 1000000` never materialises a d×d matrix.
@@ -82,7 +82,8 @@ class Matrix:
 
     def residues(self, rows: Sequence[int], cols: Sequence[int], p: int) -> np.ndarray | None:
         """The submatrix rows × cols mod p (int64), from the exact values; None when p divides
-        a denominator. Exact work on large blocks reads only this (MATH.md §7, modular rank)."""
+        a denominator. Exact work on large blocks reads only this (docs/certificates.md,
+        modular rank)."""
         if self._array is not None:
             return exactarray.residues(self._array[np.ix_(list(rows), list(cols))], p)
         grid = [[linalg.residue(self.rows[r][c], p) for c in cols] for r in rows]
@@ -187,7 +188,7 @@ class Skip:
 class Layer:
     """One layer's weights: up (m×d), down (d×m) and, when gated, gate (m×d).
 
-    Biases (MATH.md §8): up_bias b (m), gate_bias g (m, gated only), down_bias c (d); all
+    Biases (docs/rules.md §8): up_bias b (m), gate_bias g (m, gated only), down_bias c (d); all
     None in a bias-free block, all present (zeros where the spec gives none) in a biased one.
     """
 
@@ -211,7 +212,7 @@ class Block:
     skip: Skip
     layers: tuple[Layer, ...] | None
     pos: Pos
-    # MATH.md §8: declared `bias` or given a bias value; compared with biased plain blocks.
+    # docs/rules.md §8: declared `bias` or given a bias value; compared with biased plain blocks.
     biased: bool = False
 
     @property
@@ -223,7 +224,7 @@ class Block:
         return self.skip.is_zero
 
     def evaluate_exact(self, x: Sequence[Fraction]) -> Vector:
-        """B(x) in exact arithmetic; needs a rational-valued activation (MATH.md §1)."""
+        """B(x) in exact arithmetic; needs a rational-valued activation (docs/rules.md §1)."""
         if not self.activation.is_rational:
             raise ValueError(f"{self.activation} is not rational on Q: use evaluate()")
         assert self.layers is not None, "a family has no values"
@@ -250,7 +251,7 @@ class Block:
         sigma = self.activation.scalar.numpy
 
         def _plus(values: np.ndarray, bias: Vector | None) -> np.ndarray:
-            # + bias in float64 (MATH.md §8); no bias: values untouched, bytes as before
+            # + bias in float64 (docs/rules.md §8); no bias: values untouched, bytes as before
             if bias is None:
                 return values
             return values + np.array([float(b) for b in bias], dtype=np.float64)

@@ -1,4 +1,4 @@
-"""Proofs of the activation properties of MATH.md §2, with sympy, from σ's formula alone.
+"""Proofs of the activation properties of docs/rules.md §2, with sympy, from σ's formula alone.
 
 Soundness rule: a property is recorded only when sympy *proves* it (an identity simplifies
 to 0 in every sign case, or a limit evaluates to a finite number). Anything sympy cannot
@@ -33,7 +33,7 @@ class Properties:
     - nonpoly_even: e(z) = σ(z) − az is not a polynomial (N)
     - analytic: σ is real-analytic on R (An): built from polynomials, exp, erf and tanh with
       no singularity on R. With N it makes e's Taylor series at 0 have infinitely many
-      non-zero terms, which separates the keys {u, −u} of the gelu family (MATH.md §4).
+      non-zero terms, which separates the keys {u, −u} of the gelu family (docs/rules.md §4).
     - linear: σ(z) = az exactly (Lin): blocks are linear maps
     - sigma_at_zero: σ(0) when sympy reduces it to a rational
     - lemmas: the statements proved, for certificates ("lemma + direction", §7)

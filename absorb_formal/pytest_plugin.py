@@ -97,7 +97,7 @@ class StatementItem(pytest.Item):
 
     def _stored_certificate(self, result: Any) -> None:
         from . import proofs
-        from .check_command import check_document
+        from .checking import check_document
 
         root = Path(str(self.config.rootpath))
         specs = root / str(self.config.getini("absorb_specs"))
@@ -109,15 +109,20 @@ class StatementItem(pytest.Item):
             str(relative), self.statement.pos.line)
         if not stored.exists():
             return
+        update = (f"absorb-prove --certificates {self.config.getini('absorb_proofs')} "
+                  f"--update {self.config.getini('absorb_specs')}/")
         verdict, _ = check_document(stored)
+        if not verdict.ok and verdict.reason.startswith("stale: "):
+            raise SpecFailure(f"stored certificate {stored} is stale: "
+                              f"{verdict.reason.removeprefix('stale: ')}; if the spec or its "
+                              f"weights changed on purpose, rewrite the certificates: {update}")
         if not verdict.ok:
             raise SpecFailure(f"stored certificate {stored} is invalid: {verdict.reason}")
         assert isinstance(self.statement, Claim)
         fresh = proofs.document(self.spec, self.statement, result, self.path, stored)
         if json.loads(stored.read_text(encoding="utf-8")) != json.loads(proofs.encode(fresh)):
             raise SpecFailure(f"the prover's certificate differs from {stored}; if the change "
-                              "is intended, run: absorb-prove --certificates proofs --update "
-                              "specs/")
+                              f"is intended, run: {update}")
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, SpecFailure):

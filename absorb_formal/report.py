@@ -82,7 +82,7 @@ class FileReport:
 
 def exit_code(files: list[FileReport]) -> int:
     """4 if a numeric check contradicted a proof (a bug), else 2 if a spec has an error,
-    else 1 if a claim is refuted, else 3 if anything is unknown, else 0 (LANGUAGE.md)."""
+    else 1 if a claim is refuted, else 3 if anything is unknown, else 0 (docs/language.md)."""
     outcomes = {e.result.outcome for f in files for e in f.entries}
     if ERROR in outcomes:
         return EXIT_INTERNAL

@@ -1,4 +1,4 @@
-"""The outcome of deciding one claim or query (LANGUAGE.md, "Outcomes")."""
+"""The outcome of deciding one claim or query (docs/language.md, "Outcomes and exit codes")."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class Result:
     verdict: the mathematical finding in words ("absorbable at width 3"), empty if unknown.
     method: the rule or engine that decided (e.g. "T1 homogeneity"), or "none".
     reason: why the outcome is unknown (empty otherwise).
-    certificate: JSON-ready evidence (MATH.md §7) for proved/refuted/decided outcomes.
+    certificate: JSON-ready evidence (docs/certificates.md) for proved/refuted/decided outcomes.
     """
 
     outcome: str

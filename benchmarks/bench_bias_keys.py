@@ -1,4 +1,4 @@
-"""MATH.md §8.1: a planted biased relu block (d = 8, m = 128), decided at its own width by
+"""docs/rules.md §8.1: a planted biased relu block (d = 8, m = 128), decided at its own width by
 §4's width search over affine keys; compare with the bias-free planted instance of
 suite_absorb.py (target < 1 s, as bias-free). Run: python -m benchmarks.bench_bias_keys"""
 

@@ -1,5 +1,5 @@
 """Absorbability at the block's own width: the tool vs brute-force subset enumeration vs the
-generic engine (MATH.md §4 and §6), on seeded random and planted ReLU/GELU blocks."""
+generic engine (docs/rules.md §4 and §6), on seeded random and planted ReLU/GELU blocks."""
 
 from __future__ import annotations
 
@@ -144,10 +144,10 @@ def markdown(rows: list[Row], generic: list[tuple[Any, ...]], seeds: int) -> str
         "(a subset J of the neurons), which is the whole question only when every neuron is "
         "alone on its key; a found subset must agree with the tool (a conflict would be "
         "flagged), while 'none' beside 'absorbable' means the tool used shared keys, doubles "
-        "or spare pairs (MATH.md §4).",
+        "or spare pairs (docs/rules.md §4).",
         table(("σ", "d", "m", "instances", "tool s (median)", "tool verdicts",
                "brute force s (seed 0)", "brute / tool"), body),
-        "**Versus the generic engine** (CEGIS, MATH.md §6; it handles at most 8 unknown "
+        "**Versus the generic engine** (CEGIS, docs/rules.md §6; it handles at most 8 unknown "
         "weights, so it is out of scope at m ≥ 8 in every row above). ReLU, seeds alternate "
         f"random/planted, limit {GENERIC_LIMIT_S:.0f} s:",
         table(("d", "m", "tool s", "generic s", "generic / tool", "generic verdicts",

@@ -1,4 +1,4 @@
-"""`claim A equals B` for ReLU blocks: canonical forms (MATH.md §4) vs the direct z3 encoding
+"""`claim A equals B` for ReLU blocks: canonical forms (docs/rules.md §4) vs the direct z3 encoding
 `∃x: A(x) ≠ B(x)`, on equal-by-construction pairs and near misses."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A property test whose truth is always the same cannot tell a prover from a stub 
 gives that answer. These generators build both sides, and the tests record how often each
 occurred (`hypothesis.event`), and a seeded sample asserts that both occur (`both_answers`):
 
-- generic ridge blocks (MATH.md §4): the skip S = −2a Σ_{i∈J} d_i u_iᵀ planted for a random J
+- generic ridge blocks (docs/rules.md §4): the skip S = −2a Σ_{i∈J} d_i u_iᵀ planted for a random J
   (absorbable at width m), or the same S moved by ±1/10^k in one entry (off every subset sum,
   which are multiples of 2a with integer weights). Either way the truth is re-established by
   enumerating every index set J, which decides the generic case (each neuron alone on its key).

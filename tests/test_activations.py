@@ -1,4 +1,4 @@
-"""Activation properties (MATH.md §2) are proved from the formula, not looked up by name."""
+"""Activation properties (docs/rules.md §2) are proved from the formula, not looked up by name."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def labels(activation: acts.Activation) -> set[str]:
     return set(properties(activation).names())
 
 
-# The table of MATH.md §2, per activation (σ's properties; gated ones name the gate), plus
+# The table of docs/rules.md §2, per activation (σ's properties; gated ones name the gate), plus
 # An (real-analytic on R) and Lin (σ(z) = az), which the rules of §4 also use.
 TABLE = {
     "relu": {"H(1)", "O(1/2)", "N"},

@@ -154,6 +154,23 @@ def test_check_says_the_claims_outcome_beside_validity(cli, write_spec):
     assert cli("check", "--json", spec.parent / "nothing").code == 2
 
 
+def test_check_given_a_spec_says_so_and_names_the_command_that_decides_it(cli, write_spec):
+    spec = write_spec("block R { activation relu^2 dim 2 width 2 }\n"
+                      "claim R is never absorbable\n")
+    run = cli("check", spec)
+    assert run.code == 2 and "0 certificates" in run.out, run.out
+    assert run.err.startswith(f"{spec}: error: a spec, not a certificate: decide it with "
+                              f"`absorb-prove {spec}`, or write certificates"), run.err
+    assert "invalid" not in run.err
+    with pytest.raises(ValueError, match="a spec, not a certificate"):
+        absorb_formal.check(spec)
+    folder = cli("check", spec.parent)  # a folder of specs, no certificates
+    assert folder.code == 2
+    assert f"only .mlp specs: decide them with `absorb-prove {spec.parent}`" in folder.err
+    assert cli("--certificates", spec.parent / "proofs", spec).code == 0
+    assert cli("check", spec.parent).code == 0  # certificates beside the specs: checked
+
+
 def test_check_help_documents_output_json_and_exit_codes(cli):
     run = cli("check", "--help")
     assert run.code == 0

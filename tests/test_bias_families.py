@@ -1,4 +1,4 @@
-"""MATH.md §8: the never-rules that survive biases (T3, T2∞) and the §8.3 family table.
+"""docs/rules.md §8: the never-rules that survive biases (T3, T2∞) and the §8.3 family table.
 
 Every decided claim's certificate is re-verified by the independent checker. The table is
 exercised at, below and above each threshold, with both answers expected; an answer-"never"

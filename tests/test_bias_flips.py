@@ -1,4 +1,4 @@
-"""MATH.md §8.2 flip sets: biased depth-1 relu², swiglu / reglu and glu at their own width.
+"""docs/rules.md §8.2 flip sets: biased depth-1 relu², swiglu / reglu and glu at their own width.
 
 Random blocks with a planted index set J (and the same blocks with S moved off) are decided
 and compared with a brute force over every J ⊆ {1..m} that expands Σ_J (flip change) + S x

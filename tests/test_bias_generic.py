@@ -1,4 +1,4 @@
-"""The generic engine with biases (MATH.md §8.4): the comparator's biases are more unknowns;
+"""The generic engine with biases (docs/rules.md §8.4): the comparator's biases are more unknowns;
 its verdicts are checked independently — witnesses by exact evaluation at random rational
 points, refutations by the checker — and a biased block is never encoded with a box."""
 
@@ -98,7 +98,7 @@ def test_random_biased_blocks_independently_checked(tmp_path, activation):
         else:
             seen["not absorbable"] += 1
             assert BOX not in cert.get("smtlib", ""), "a biased block is never boxed"
-        if activation == "square" and width == 1:  # the parabola rule (MATH.md §8.3)
+        if activation == "square" and width == 1:  # the parabola rule (docs/rules.md §8.3)
             a, b = _parabola(skip, up, bias, down, c)
             assert (result.outcome == PROVED) == (a != 0 or b == 0), (up, bias, down, skip)
     assert seen["absorbable"] + seen["not absorbable"] >= 4, seen

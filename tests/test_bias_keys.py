@@ -1,4 +1,4 @@
-"""MATH.md §8.1: relu/gelu-family depth-1 blocks with biases — affine keys, the constant γ,
+"""docs/rules.md §8.1: relu/gelu-family depth-1 blocks with biases — affine keys, the constant γ,
 the width search over them, equality, and the checker's re-derivation of each certificate.
 
 Truth comes from elsewhere than the width search: at the block's own width, with every neuron

@@ -1,4 +1,4 @@
-"""Blocks with biases (MATH.md §8, LANGUAGE.md "Biases"), the foundation: the language
+"""Blocks with biases (docs/rules.md §8, docs/language.md "Biases"), the foundation: the language
 (`bias`, `up_bias`, `gate_bias`, `down_bias`, vectors, `.T`), the model's exact and float
 evaluation, the JSON both sides embed, and the guard that keeps the bias-free rules away."""
 
@@ -26,7 +26,7 @@ F = Fraction
 # the corpus copy of ../shared/examples-next/biases.mlp
 EXAMPLES = Path(__file__).resolve().parents[1] / "specs" / "examples" / "biases.mlp"
 
-# MATH.md §8's example: B(x) = x − ¼ relu²(x+1) + ¼ relu²(x−1).
+# docs/rules.md §8's example: B(x) = x − ¼ relu²(x+1) + ¼ relu²(x−1).
 R2 = """block R2 {
     activation relu^2
     dim 1  width 2
@@ -180,7 +180,7 @@ def test_cli_exit_2_for_a_bias_error(cli, write_spec):
 
 def test_exact_evaluation_against_a_hand_computation(tmp_path):
     block = _block(R2, tmp_path, "R2")
-    for x in (F(3), F(-2), F(1, 2)):  # MATH.md §8: B(x) = x − ¼ relu²(x+1) + ¼ relu²(x−1) = 0
+    for x in (F(3), F(-2), F(1, 2)):  # docs/rules.md §8: B(x) = x − ¼ relu²(x+1) + ¼ relu²(x−1) = 0
         want = x - F(1, 4) * max(x + 1, 0) ** 2 + F(1, 4) * max(x - 1, 0) ** 2
         assert block.evaluate_exact([x]) == (want,)
     assert block.evaluate_exact([F(3)]) == (0,)  # 3 − 4 + 1
@@ -265,7 +265,7 @@ def test_an_edited_bias_is_stale(tmp_path):
     assert Reading(spec_file).block_json("R2", by_source=False) != embedded
 
 
-# ---- the bias-free rules must not decide biased blocks (MATH.md §8) ---------------------------
+# ---- the bias-free rules must not decide biased blocks (docs/rules.md §8) ------------------------
 
 def test_never_rules_do_not_fire_on_biased_blocks():
     spec = load_file(EXAMPLES)
@@ -276,7 +276,7 @@ def test_never_rules_do_not_fire_on_biased_blocks():
     assert outcomes["R2free is never absorbable"] == PROVED  # bias-free: T1 as before
     assert outcomes["R2 is absorbable"] == PROVED  # §8.2 flip sets (tests/test_bias_flips.py)
     assert outcomes["RB is absorbable"] == PROVED  # §8.1: affine keys, the paper's subset
-    # MATH.md §8.3 (linear neurons, genericity) and T3 decide these (tests/test_bias_families)
+    # docs/rules.md §8.3 (linear neurons, genericity) and T3 decide these (tests/test_bias_families)
     assert outcomes["SW is always absorbable at width 7"] == PROVED
     assert outcomes["SW is generically not absorbable"] == PROVED
     assert outcomes["TB is never absorbable"] == PROVED

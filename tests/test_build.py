@@ -86,6 +86,111 @@ def test_builder_refusals(kwargs, words):
         from_arrays(**kwargs)
 
 
+# ---- layouts and dtypes -----------------------------------------------------------------
+
+def _conv1d_arrays() -> dict[str, np.ndarray]:
+    """A GPT-2-style MLP as Hugging Face's Conv1D stores it: input x output (d = 2, m = 5)."""
+    rng = np.random.default_rng(3)
+    return {"up": rng.normal(size=(2, 5)), "down": rng.normal(size=(5, 2)),
+            "up_bias": rng.normal(size=5), "down_bias": rng.normal(size=2)}
+
+
+def test_conv1d_arrays_are_refused_with_the_layout_that_fits():
+    stored = _conv1d_arrays()
+    with pytest.raises(BuildError, match=r"up_bias has shape \(5,\); expected \(2,\).*"
+                                         r"fits layout='in_out'.*\.T") as refused:
+        from_arrays("gelu_tanh", **stored)
+    assert "d = 5, m = 2" in str(refused.value)
+    read = from_arrays("gelu_tanh", **stored, layout="in_out")
+    assert (read.dim, read.width) == (2, 5)
+    by_hand = from_arrays("gelu_tanh", stored["up"].T, stored["down"].T,
+                          up_bias=stored["up_bias"], down_bias=stored["down_bias"])
+    for key in ("up", "down", "up_bias", "down_bias"):
+        assert np.array_equal(read.arrays[key], by_hand.arrays[key]), key
+    assert read.block().layers == by_hand.block().layers
+    x = np.random.default_rng(4).normal(size=(6, 2))
+    hidden = x @ stored["up"] + stored["up_bias"]  # Conv1D: x @ W + b
+    gelu = 0.5 * hidden * (1 + np.tanh(np.sqrt(2 / np.pi) * (hidden + 0.044715 * hidden**3)))
+    want = x + gelu @ stored["down"] + stored["down_bias"]
+    assert np.allclose(read.block().evaluate(x), want, rtol=1e-12, atol=1e-12)
+
+
+def test_dim_tells_a_transposed_block_from_a_swapped_one():
+    # No biases and an identity skip: up 3x2 and down 2x3 read as d = 2, m = 3 or, stored
+    # input x output, as d = 3, m = 2. Only dim (or the layout) tells.
+    assert (from_arrays("relu", UP, DOWN).dim, from_arrays("relu", UP, DOWN).width) == (2, 3)
+    with pytest.raises(BuildError, match="not dim = 3.*fits layout='in_out'"):
+        from_arrays("relu", UP, DOWN, dim=3)
+    swapped = from_arrays("relu", UP, DOWN, dim=3, layout="in_out")
+    assert (swapped.dim, swapped.width) == (3, 2)
+    assert np.array_equal(swapped.arrays["up"], UP.T)
+    with pytest.raises(BuildError, match="not dim = 2.*fits layout='out_in'"):
+        from_arrays("relu", UP, DOWN, dim=2, layout="in_out")
+    with pytest.raises(BuildError, match="not dim = 4") as neither:
+        from_arrays("relu", UP, DOWN, dim=4)
+    assert "fits layout" not in str(neither.value)
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"layout": "io"}, "layout 'io'"),
+    ({"dim": 0}, "dim 0"),
+    ({"dim": True}, "dim True"),
+    ({"dim": 2.0}, "dim 2.0"),
+    ({"gate": UP, "layout": "in_out", "dim": 3}, "not gated"),
+])
+def test_layout_and_dim_refusals(kwargs, words):
+    with pytest.raises(BuildError, match=words):
+        from_arrays("relu", UP, DOWN, **kwargs)
+
+
+def test_gated_in_out_transposes_the_gate_too():
+    rng = np.random.default_rng(5)
+    gate, up, down = rng.normal(size=(2, 4)), rng.normal(size=(2, 4)), rng.normal(size=(4, 2))
+    spec = from_arrays("swiglu", up, down, gate=gate, layout="in_out", dim=2)
+    assert np.array_equal(spec.arrays["gate"], gate.T)
+    with pytest.raises(BuildError, match=r"gate has shape \(2, 4\); expected \(4, 2\)") \
+            as mixed:  # up and down transposed, the gate not: no layout fits all three
+        from_arrays("swiglu", up.T, down.T, gate=gate)
+    assert "fits layout" not in str(mixed.value)
+
+
+def test_ml_dtypes_bfloat16_is_read_from_its_bits():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    # values a float16 cannot hold (range and precision), and the bf16 neighbour of 0.7
+    values = np.array([[3.0e38, -1.0e-30], [0.7, 1.0], [-2.5, 65504.0]])
+    up = values.astype(ml_dtypes.bfloat16)
+    bits = up.view(np.uint16).astype(np.uint32)
+    expected = [[Fraction(float((b << 16).astype(np.uint32).view(np.float32)))
+                 for b in row] for row in bits]
+    spec = from_arrays("relu", up, DOWN)
+    assert spec.bfloat16 == {"up"}
+    block = spec.block()
+    assert block.layers is not None
+    assert [list(row) for row in block.layers[0].up.rows] == expected
+    assert block.layers[0].up.rows[1][0] == Fraction(179, 256)  # bf16(0.7), not 7/10
+    widened = from_arrays("relu", up.astype(np.float32), DOWN)
+    assert widened.block().layers == block.layers
+
+
+def test_ml_dtypes_bfloat16_saves_as_bf16_and_reads_back(tmp_path):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    spec = from_arrays("relu", UP.astype(ml_dtypes.bfloat16),
+                       np.array([[-1, 0, 0.5], [0, -1, 0.25]]).astype(ml_dtypes.bfloat16))
+    assert spec.bfloat16 == {"up", "down"}
+    written = spec.save(tmp_path, "bf")
+    with open(tmp_path / "bf.safetensors", "rb") as stream:
+        size = int.from_bytes(stream.read(8), "little")
+        assert stream.read(size).count(b'"BF16"') == 2
+    loaded = load_file(written).blocks["bf"]
+    assert loaded.layers == spec.block().layers
+
+
+def test_other_ml_dtypes_formats_are_refused():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with pytest.raises(BuildError, match="float8_e4m3fn is not a real number format"):
+        from_arrays("relu", UP.astype(ml_dtypes.float8_e4m3fn), DOWN)
+
+
 # ---- torch -----------------------------------------------------------------------------
 
 def test_sequential_linear_gelu_linear():

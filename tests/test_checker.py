@@ -162,7 +162,7 @@ def corrupt_point(c):
     c["x0"] = ["0" for _ in c["x0"]]
 
 
-def corrupt_Y(c):  # noqa: N802 - the functional is called Y in MATH.md
+def corrupt_Y(c):  # noqa: N802 - the functional is called Y in docs/rules.md
     c["Y"][0][0] = bump(c["Y"][0][0])
 
 

@@ -1,4 +1,4 @@
-"""Exact and float evaluation of blocks agree at random rational points (MATH.md §1)."""
+"""Exact and float evaluation of blocks agree at random rational points (docs/rules.md §1)."""
 
 from __future__ import annotations
 

@@ -90,11 +90,49 @@ def test_relu_float64_export_loads_back_equal(cli, spec):
     assert record["max_rounding_rel_error"] == "0"
     assert float(record["sample_max_rel_error"]) < 1e-12
     assert record["dtype"] == "float64" and arrays["up"].dtype == np.float64
+    assert "width_note" not in record  # the minimal width (3) is proved exactly
     # the printed block is a spec that loads the file back
     snippet = run.out[run.out.index("block R_plain"):]
     result = back(cli, spec, snippet + "\nclaim R equals R_plain\n")
     assert result.code == 0, result.out + result.err
     assert "proved: R equals R_plain" in result.out
+
+
+def test_export_without_width_takes_the_least_width_proved_absorbable(cli, tmp_path):
+    """A generic relu block of width 20 in d = 4 (integer weights): its minimal width is
+    only bounded, lo..hi, as `query` says; export without --width writes the witness at hi,
+    the least width proved absorbable, and says so, instead of failing."""
+    rng = np.random.default_rng(0)
+
+    def rows(a: np.ndarray) -> str:
+        return "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in a.tolist()) + "]"
+
+    spec = tmp_path / "generic.mlp"
+    spec.write_text(f"block R {{\n activation relu  dim 4  width 20\n"
+                    f" up = {rows(rng.integers(-5, 6, size=(20, 4)))}\n"
+                    f" down = {rows(rng.integers(-5, 6, size=(4, 20)))}\n}}\nquery R\n",
+                    encoding="utf-8")
+    [query] = cli(spec, "--json", "--crosscheck", "0").json()["files"][0]["results"]
+    lo, hi = query["min_width_bounds"]
+    assert 20 < lo < hi
+    out = tmp_path / "plain.npz"
+    run = cli("export", spec, "R", "--out", out, "--points", "500")
+    assert run.code == 0, run.err
+    note = (f"the minimal width is between {lo} and {hi} (proved); {hi} is the least width "
+            "proved absorbable")
+    assert f"R is absorbable at width {hi}" in run.out and note in run.out
+    arrays, record = read_export(out)
+    assert record["width"] == str(hi) and record["width_note"] == note
+    assert arrays["up"].shape == (hi, 4) and arrays["down"].shape == (4, hi)
+    assert float(record["sample_max_rel_error"]) < 1e-12
+    both = spec.with_name("claims.mlp")
+    both.write_text(spec.read_text().replace("query R", f"claim R is absorbable at width {hi}\n"
+                                             f"claim R is not absorbable at width {lo - 1}"))
+    assert cli(both, "--crosscheck", "0").code == 0
+    exact = exported(cli, spec, "R", "w.npz",
+                     "--width", str(hi))  # asked for: no note
+    assert "least width" not in exact.out
+    assert "width_note" not in read_export(tmp_path / "w.npz")[1]
 
 
 def test_biased_gelu_export_to_safetensors_loads_back_equal(cli, spec):

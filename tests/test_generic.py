@@ -1,4 +1,4 @@
-"""The generic engine (MATH.md §6): decides from the definitions alone, and agrees with the
+"""The generic engine (docs/rules.md §6): decides from the definitions alone, and agrees with the
 theory engine wherever both answer (differential testing on random small blocks)."""
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def test_too_large_for_the_generic_engine_is_unknown_with_a_reason():
     assert decision.absorbable is None and "too many unknowns" in decision.reason
 
 
-# ---- certificates (MATH.md §7): the checker re-derives every query; cvc5 is bounded --------
+# ---- certificates (docs/certificates.md): the checker re-derives every query; cvc5 is bounded ----
 
 def _stored(name):
     import json
@@ -220,7 +220,7 @@ def test_a_stored_box_or_solver_verdict_is_not_trusted():
 
 
 def test_a_block_with_biases_gets_no_box_and_no_encoding_that_ignores_them():
-    # MATH.md §8.4: with biases rows cannot be scaled into a box; the checker must not encode
+    # docs/rules.md §8.4: with biases rows cannot be scaled into a box; the checker must not encode
     # the block as if it had none.
     from absorb_formal.checker import verify
 

@@ -1,4 +1,4 @@
-"""Every error kind of LANGUAGE.md ("Errors the language defines") and every syntax failure:
+"""Every error kind of docs/language.md ("Errors") and every syntax failure:
 a positioned message `FILE:LINE:COL: error: ...`, the source line, a caret, exit 2."""
 
 from __future__ import annotations
@@ -176,6 +176,20 @@ HINTS = [
     ("braces in comments and strings are not counted",
      "block R { # {\n activation relu dim 1 width 1\n up = load(\"{.npz\", \"k\")", 3, 25,
      "block 'R' opened at 1:1 is not closed"),
+    ("a power written as in Python", "block R {\n  activation relu**2\n  dim 2 width 2\n}",
+     2, 18, "unexpected '**': a power of an activation is written with '^', as relu^2"),
+    ("a power with spaces", "block R { activation relu ** 2 dim 2 width 2 }", 1, 27,
+     "written with '^'"),
+    ("a superscript power", "block R { activation relu\u00b2 dim 2 width 2 }", 1, 26,
+     "(U+00B2 SUPERSCRIPT TWO); type '^2'"),
+    ("a product", "block R { activation relu dim 2*3 width 2 }", 1, 32,
+     "unexpected character '*': the language has no multiplication"),
+    ("lower-case transpose of a load", BLOCK + '  up = load("w.npz", "up").t\n}', 5, 27,
+     "unexpected '.t': the transpose is written '.T' (capital T"),
+    ("torch's transpose of a matrix", "block R { activation relu dim 1 width 1\n"
+     " up = [[1]].t()\n down = [[1]] }", 2, 12, "unexpected '.t()': the transpose is written"),
+    ("numpy's transpose", "block R { activation relu dim 1 width 1\n"
+     " up = [[1]].transpose\n down = [[1]] }", 2, 12, "unexpected '.transpose'"),
 ]
 
 

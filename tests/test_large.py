@@ -1,4 +1,4 @@
-"""Large blocks at every width (MATH.md §4, §7, §8.1): residue keys, the key-count refutation,
+"""Large blocks at every width (docs/rules.md §4, §7, §8.1): residue keys, the key-count refutation,
 the spare-pair construction and min width bounds, each re-checked by the checker from its own
 reading of the weight files."""
 
@@ -272,7 +272,7 @@ def test_a_large_plain_block_has_its_min_width_decided(tmp_path, cli, monkeypatc
     assert verify(forged, weights(path, doc)).status == "invalid"
 
 
-# ---- biased gated blocks: linear neurons (MATH.md §8) ----------------------------------------
+# ---- biased gated blocks: linear neurons (docs/rules.md §8) --------------------------------------
 
 GATED = """block Big {{
     activation {act}  dim 100  width 900  skip {skip}  bias
@@ -343,7 +343,7 @@ def test_gated_witness_arrays_equal_the_block(act, skip):
     assert np.allclose(hidden @ f(down).T + f(down_bias), block.evaluate(x), atol=1e-9)
 
 
-# ---- biased relu² and square: square quadruples (MATH.md §8) --------------------------------
+# ---- biased relu² and square: square quadruples (docs/rules.md §8) -------------------------------
 
 @pytest.mark.parametrize("act", ["relu^2", "square", "poly[0, 1, 3, 5]"])
 @pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]"])

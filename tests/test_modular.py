@@ -1,6 +1,6 @@
-"""Blocks beyond the exact-work limit: the generic-case modular-rank certificate (MATH.md §7),
-issued from loaded float weights and re-checked from the checker's own exact reading of the
-weight files the certificate names (file, key, SHA-256)."""
+"""Blocks beyond the exact-work limit: the generic-case modular-rank certificate
+(docs/certificates.md), issued from loaded float weights and re-checked from the checker's own
+exact reading of the weight files the certificate names (file, key, SHA-256)."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def test_gelu_large_blocks_get_the_same_certificate(tmp_path, cli, monkeypatch):
 
 
 def test_large_biased_gelu_blocks_get_the_certificate_too(tmp_path, cli, monkeypatch):
-    """MATH.md §8.1: with biases the generic case is §4's subset condition unchanged, so the
+    """docs/rules.md §8.1: with biases the generic case is §4's subset condition unchanged, so the
     same minor certifies a large biased block (a GPT-2-shaped layer, scaled down); biases are
     loaded as 1-D arrays, the up weights stored input × output and read with `.T`."""
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,4 @@
-"""Numbers are exact rationals (LANGUAGE.md, lexical rules)."""
+"""Numbers are exact rationals (docs/language.md, "Lexical rules")."""
 
 from fractions import Fraction
 

@@ -15,7 +15,7 @@ from absorb_formal import export  # noqa: E402
 from absorb_formal.export import ExportError, read_export  # noqa: E402
 from absorb_formal.language import load_file  # noqa: E402
 from absorb_formal.onnx_export import OnnxExportError, onnx_bytes  # noqa: E402
-from absorb_formal.scan.onnx_graph import find_blocks  # noqa: E402
+from absorb_formal.scanner.onnx_graph import find_blocks  # noqa: E402
 
 from .onnx_eval import run  # noqa: E402
 from .test_export import SPEC, back, exported  # noqa: E402

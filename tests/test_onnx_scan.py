@@ -1,4 +1,4 @@
-"""The ONNX finder (`scan/onnx_graph.py`): MLP sublayers found by graph pattern in models
+"""The ONNX finder (`scanner/onnx_graph.py`): MLP sublayers found by graph pattern in models
 built with onnx.helper — each activation arrangement, MatMul+Add, Gemm (transB), Transpose
 of a weight, Identity nodes, gated blocks — checked numerically against a small numpy
 interpreter of the graph; near misses (constants that merely look like gelu's) skipped with
@@ -17,8 +17,8 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from absorb_formal.language.arrays import load_array  # noqa: E402
-from absorb_formal.scan.found import FoundBlock, TensorRef  # noqa: E402
-from absorb_formal.scan.onnx_graph import find_blocks  # noqa: E402
+from absorb_formal.scanner.found import FoundBlock, TensorRef  # noqa: E402
+from absorb_formal.scanner.onnx_graph import find_blocks  # noqa: E402
 
 from .onnx_eval import run  # noqa: E402
 
@@ -490,11 +490,11 @@ def test_a_malformed_graph_with_cycles_ends(tmp_path):
 
 
 def test_corrupted_models_are_refused_or_scanned_never_crash(tmp_path):
-    """Byte flips in models of every pattern: find_blocks returns, or raises OnnxError (not
+    """Byte flips in models of every pattern: find_blocks returns, or raises ScanError (not
     a model); 6000 flips were run by hand, 300 here."""
     import random
 
-    from absorb_formal.language.onnx_file import OnnxError
+    from absorb_formal.scanner.found import ScanError
 
     bases = [mlp(tmp_path, gelu_tanh_hf, name="a.onnx").read_bytes(),
              mlp(tmp_path, gelu_torch, style="gemm", name="b.onnx").read_bytes(),
@@ -511,6 +511,6 @@ def test_corrupted_models_are_refused_or_scanned_never_crash(tmp_path):
         try:
             found, _ = find_blocks(path)
             outcomes.add(len(found))
-        except OnnxError:
+        except ScanError:
             outcomes.add("refused")
     assert outcomes >= {0, 1, "refused"}

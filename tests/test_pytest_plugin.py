@@ -67,7 +67,29 @@ def test_stored_certificates_are_checked(pytester):
     stored.write_text(stored.read_text().replace('"-1"', '"-2"', 1))
     result = pytester.runpytest("-p", "no:cacheprovider", "specs")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*stored certificate*is invalid*"])
+    # the certificate no longer describes the spec's block: stale, with the way to rewrite it
+    result.stdout.fnmatch_lines(["*stored certificate*is stale: block 'R' differs from the "
+                                 "certified one*--update specs/*"])
+
+
+def test_a_stale_certificate_names_the_command_that_rewrites_it(pytester):
+    specs = pytester.path / "specs"
+    specs.mkdir()
+    spec = specs / "r.mlp"
+    shutil.copy(CORPUS / "examples" / "relu_absorbable.mlp", spec)
+    prove = pytester.run(sys.executable, "-m", "absorb_formal", "--certificates", "proofs", "specs")
+    assert prove.ret == 0
+    spec.write_text(spec.read_text() + "# an edit after the certificates were written\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "specs")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*r.mlp.11.json is stale: the spec * changed since "
+                                 "certification *; if the spec or its weights changed on "
+                                 "purpose, rewrite the certificates: absorb-prove "
+                                 "--certificates proofs --update specs/"])
+    rewrite = pytester.run(sys.executable, "-m", "absorb_formal", "--certificates", "proofs",
+                           "--update", "specs")
+    assert rewrite.ret == 0
+    pytester.runpytest("-p", "no:cacheprovider", "specs").assert_outcomes(passed=2)
 
 
 # ---- every outcome against every expectation -------------------------------------------

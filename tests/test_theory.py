@@ -1,4 +1,4 @@
-"""The theory engine on random small blocks (MATH.md §3–5): witnesses are real, bounds hold,
+"""The theory engine on random small blocks (docs/rules.md §3–5): witnesses are real, bounds hold,
 planted absorbable blocks are found, and the never-rules fire exactly where they should."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def small_case(pick, planted: bool | None = None) -> tuple[Block, bool]:
     d, m = pick.integer(1, 3), pick.integer(1, 5)
     up, down = known_truth.integers(pick, m, d, 2), known_truth.integers(pick, d, m, 2)
     plant = pick.boolean() if planted is None else planted
-    if plant:  # S = −2a Σ_{i∈J} d_i u_iᵀ makes J a valid index set (MATH.md §4)
+    if plant:  # S = −2a Σ_{i∈J} d_i u_iᵀ makes J a valid index set (docs/rules.md §4)
         a = properties(activation).odd_linear
         chosen = [i for i in range(m) if pick.boolean()]
         skip = linalg.zeros(d, d)
@@ -237,7 +237,7 @@ def test_plain_block_absorbs_itself():
     assert_same_function(block, decision.witness)
 
 
-# ---- families (MATH.md §4 table) ---------------------------------------------------------
+# ---- families (docs/rules.md §4 table) ---------------------------------------------------------
 
 def family(name, d, m, scale=Fraction(1), depth=1):
     activation = acts.relu_power(2) if name == "relu^2" else acts.simple(name)

@@ -160,7 +160,7 @@ def evaluate(block: dict[str, Any], layers: Sequence[dict[str, Any]], x: Sequenc
 
 
 def _plus(values: Vec, bias: Sequence[Any] | None) -> Vec:
-    """values + bias (MATH.md §8); a layer without the field has no bias."""
+    """values + bias (docs/rules.md §8); a layer without the field has no bias."""
     if bias is None:
         return values
     return tuple(v + b for v, b in zip(values, vec(bias), strict=True))

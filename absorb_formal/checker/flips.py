@@ -1,4 +1,4 @@
-"""The checker's MATH.md §8.2 (flip sets): biased depth-1 relu², gated O(a)+N and Og(c)
+"""The checker's docs/rules.md §8.2 (flip sets): biased depth-1 relu², gated O(a)+N and Og(c)
 blocks at their own width, re-derived from the block and the activation's formula.
 
 A witness must be the block with the neurons of J flipped (relu²: row of U, β_i, d_i; gated
@@ -47,7 +47,7 @@ def rule(act: dict[str, Any]) -> tuple[str, Fraction, bool]:
                                                          "re-proved for the gate function")
     assert a is not None
     scaled = lemmas.holds(act, "H", 1)
-    # keys up to sign need the analytic even part to separate z from 2z (MATH.md §4, §8.1)
+    # keys up to sign need the analytic even part to separate z from 2z (docs/rules.md §4, §8.1)
     require(scaled or lemmas.holds(act, "An"), "sigma is neither H(1) nor analytic")
     return "gated O(a)+N", a, scaled
 

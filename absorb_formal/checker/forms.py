@@ -1,4 +1,4 @@
-"""The checker's canonical forms (MATH.md §4), computed from the embedded weights."""
+"""The checker's canonical forms (docs/rules.md §4), computed from the embedded weights."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
          ) -> tuple[Rows, dict[Vec, Vec], Vec | None]:
     """(Λ, {ū: v}, None) of x ↦ Sx + D σ(Ux), for a relu-family, analytic-family or linear σ.
 
-    `biased` (MATH.md §8.1): x ↦ Sx + D σ(Ux + b) + c, biases absent read as 0; a key is then
+    `biased` (docs/rules.md §8.1): x ↦ Sx + D σ(Ux + b) + c, biases absent read as 0; a key is then
     ū + (β̄,) (the affine function, normalised by ū) and the third entry is
     γ = c + a·Σ_{u_i≠0} d_i β_i + Σ_{u_i=0} d_i σ(β_i); σ(β) needs σ exact on Q unless β = 0
     (`activation`; otherwise ValueError: no exact γ)."""

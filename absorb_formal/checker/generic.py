@@ -1,9 +1,9 @@
-"""The checker's side of the generic engine (MATH.md §6, §7): it re-derives the coefficient
+"""The checker's side of the generic engine (docs/rules.md §6, §7): it re-derives the coefficient
 equations and prints the solver queries itself, from the embedded block alone.
 
 Naming convention of the unknowns (part of the certificate format): layer l, neuron j,
 coordinate k: up `u{l}_{j}_{k}`, gate `g{l}_{j}_{k}`, down row r: `d{l}_{r}_{j}`; a biased
-block's comparator (MATH.md §8.4) also has up_bias `b{l}_{j}`, gate_bias `h{l}_{j}`, down_bias
+block's comparator (docs/rules.md §8.4) also has up_bias `b{l}_{j}`, gate_bias `h{l}_{j}`, down_bias
 `c{l}_{r}`. Order per layer: gate, gate_bias, up, up_bias, down, down_bias.
 
 Every field of a generic certificate is checked or absent. A stored SMT-LIB text must be,
@@ -59,7 +59,7 @@ def names(width: int, dim: int, depth: int, gated: bool,
             "down": [[f"d{l}_{r}_{j}" for j in range(width)] for r in range(dim)]}
         if gated:
             layer["gate"] = [[f"g{l}_{j}_{k}" for k in range(dim)] for j in range(width)]
-        if biased:  # MATH.md §8: the comparators of a biased block are biased
+        if biased:  # docs/rules.md §8: the comparators of a biased block are biased
             layer["up_bias"] = [f"b{l}_{j}" for j in range(width)]
             layer["down_bias"] = [f"c{l}_{r}" for r in range(dim)]
             if gated:
@@ -79,7 +79,7 @@ def _flat(layers: list[dict[str, Any]]) -> list[str]:
 
 
 def _affine(layer: dict[str, Any], key: str, value: list[Any]) -> list[Any]:
-    """sympy: layer[key]·value (+ its bias when the layer has one, MATH.md §8)."""
+    """sympy: layer[key]·value (+ its bias when the layer has one, docs/rules.md §8)."""
     out = [sp.Add(*(a * v for a, v in zip(row, value, strict=True))) for row in layer[key]]
     bias = layer.get(f"{key}_bias")
     return out if bias is None else [o + b for o, b in zip(out, bias, strict=True)]
@@ -291,7 +291,7 @@ def _sigma(activation: dict[str, Any], z: str) -> str:
 
 
 def _biased(block: dict[str, Any]) -> bool:
-    """MATH.md §8: the document marks the block, and its layers carry the biases."""
+    """docs/rules.md §8: the document marks the block, and its layers carry the biases."""
     marked = bool(block.get("bias"))
     carried = block["layers"] is not None and any(set(layer) - LAYER_KEYS
                                                   for layer in block["layers"])
@@ -299,7 +299,7 @@ def _biased(block: dict[str, Any]) -> bool:
 
 
 def _affine_text(layer: dict[str, Any], key: str, value: list[str]) -> list[str]:
-    """SMT: layer[key]·value, the bias term last when the layer has biases (MATH.md §8)."""
+    """SMT: layer[key]·value, the bias term last when the layer has biases (docs/rules.md §8)."""
     bias = layer.get(f"{key}_bias")
     return [_sum([_times(a, v) for a, v in zip(row, value, strict=True)]
                  + ([] if bias is None else [bias[j]]))
@@ -334,7 +334,7 @@ def _constant_layers(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _rows_scale_freely(block: dict[str, Any]) -> bool:
     """Each neuron's input row may be scaled into [-1, 1]^d without loss iff σ is H(k),
     k >= 1: σ(c z) = c^k σ(z), c > 0, goes into the output weights. Re-proved here, never read
-    from the certificate: with biases no block is homogeneous (MATH.md §8.4's trap)."""
+    from the certificate: with biases no block is homogeneous (docs/rules.md §8.4's trap)."""
     k = lemmas.degree(block["activation"])
     return k is not None and k >= 1 and not _biased(block)
 

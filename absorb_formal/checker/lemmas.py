@@ -1,4 +1,4 @@
-"""The checker's own proofs of activation lemmas (MATH.md §2), from σ's formula.
+"""The checker's own proofs of activation lemmas (docs/rules.md §2), from σ's formula.
 
 Each lemma is re-proved here from scratch: an identity by simplifying it on the three sign
 cases z = p > 0, z = −p, z = 0; a limit by sympy's limit. A lemma that cannot be re-proved
@@ -20,7 +20,7 @@ T = sp.Symbol("t", positive=True)
 
 
 def formula(activation: dict[str, Any]) -> sp.Expr:
-    """σ(Z) from LANGUAGE.md's table (gated activations name their gate function)."""
+    """σ(Z) from docs/language.md's table (gated activations name their gate function)."""
     kind = activation["kind"]
     if kind == "relu":
         return sp.Max(0, Z)
@@ -143,7 +143,7 @@ def value_at_zero(activation: dict[str, Any]) -> Fraction | None:
 
 
 def nonzero_at(activation: dict[str, Any], point: Fraction) -> bool:
-    """σ(point) ≠ 0, decided by sympy's sign of the exact value (MATH.md §8: a gated neuron
+    """σ(point) ≠ 0, decided by sympy's sign of the exact value (docs/rules.md §8: a gated neuron
     with gate row 0 and gate bias `point` is the linear neuron σ(point)·(u·x + β))."""
     value = sp.simplify(formula(activation).subs(Z, sp.Rational(str(point))))
     return bool(value.is_positive) or bool(value.is_negative)

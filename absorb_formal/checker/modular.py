@@ -1,14 +1,14 @@
-"""Blocks too large to embed: the modular-rank certificate (MATH.md §7) re-checked from the
-checker's own exact reading of the weight files (`files.py`: bit fields → integer mantissa
+"""Blocks too large to embed: the modular-rank certificate (docs/certificates.md) re-checked
+from the checker's own exact reading of the weight files (`files.py`: bit fields → integer mantissa
 and power of two), never from arrays the prover hands over.
 
 The document stores, for such a block, its matrix sources (file, key, transpose, SHA-256);
 `reading.Reading.weights` reads them, after `absorb-prove check` has matched the files'
 bytes against those hashes. Residues mod p come from the exact (mantissa, exponent) pairs.
-Biases (MATH.md §8.1) are not read: distinct directions are distinct affine keys, and the
+Biases (docs/rules.md §8.1) are not read: distinct directions are distinct affine keys, and the
 subset condition does not involve them.
 
-Keys mod p (MATH.md §4): each row u of U is scaled by the inverse of its first non-zero entry,
+Keys mod p (docs/rules.md §4): each row u of U is scaled by the inverse of its first non-zero entry,
 mod p. Parallel rows (one relu key, or u and −u: one gelu key) give one residue key, so rows
 with different residue keys lie on different lines, hence on different keys in both families
 (and, with biases, on different affine keys). This needs every non-zero entry of U to be
@@ -63,7 +63,7 @@ def _residue(value: Fraction, p: int) -> int:
 
 def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str, Any]) -> None:
     """Distinct keys mod p, then a non-zero (m+1)-minor mod p of [vec(d_i u_iᵀ) | vec S]:
-    at width m no subset of the d_i u_iᵀ reaches −S/(2a) (MATH.md §4 generic case)."""
+    at width m no subset of the d_i u_iᵀ reaches −S/(2a) (docs/rules.md §4 generic case)."""
     require(cert.get("rule") == "§4 generic case", "modular rank is §4's generic case")
     up, down = _depth_one(layers)
     m, d = up.shape
@@ -88,7 +88,7 @@ def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str
 
 
 def check_key_count(width: int, layers: Layers, cert: dict[str, Any]) -> None:
-    """MATH.md §4 "p + |Δ| + 2k ≤ m′": each live key needs a neuron of the plain block. The
+    """docs/rules.md §4 "p + |Δ| + 2k ≤ m′": each live key needs a neuron of the plain block. The
     live keys counted: residue-key classes of one row whose column of D is non-zero."""
     up, down = _depth_one(layers)
     p = _prime(cert)

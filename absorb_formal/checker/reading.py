@@ -3,7 +3,7 @@
 Where the files are: a document stores `spec.path`, the spec's path relative to the folder
 of the certificate file itself (so `absorb-prove check` finds it from any working
 directory, and the same spec and certificate location always give the same bytes); each
-`load("file", ...)` is relative to the spec's folder, as LANGUAGE.md says.
+`load("file", ...)` is relative to the spec's folder, as docs/language.md says.
 
 Staleness: the spec's bytes and every weight file's bytes must have the SHA-256 the
 document records, and the checker's own reading of them (`source.py`, `files.py`) must give
@@ -187,7 +187,7 @@ class Reading:
     def _strings(self, value: Value, where: str) -> Any:
         if isinstance(value, Load):
             found = self.matrix(value, where)
-            if where.endswith("_bias"):  # a bias stored 1-D, 1×n or n×1 (MATH.md §8)
+            if where.endswith("_bias"):  # a bias stored 1-D, 1×n or n×1 (docs/rules.md §8)
                 if len(found.shape) not in (1, 2) or (len(found.shape) == 2
                                                       and 1 not in found.shape):
                     raise Stale(f"{where}: array {value.key!r} of shape {found.shape} is "
@@ -259,7 +259,7 @@ class Reading:
 
 
 def _zero_biases(layer: dict[str, Any], gated: bool, dim: int, width: int) -> dict[str, Any]:
-    """A biased layer with every bias present: the ones the spec omits are 0 (MATH.md §8)."""
+    """A biased layer with every bias present: the ones the spec omits are 0 (docs/rules.md §8)."""
     sizes = {"up_bias": width, "down_bias": dim, **({"gate_bias": width} if gated else {})}
     return {**{name: ["0"] * size for name, size in sizes.items()}, **layer}
 

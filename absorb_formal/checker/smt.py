@@ -1,6 +1,6 @@
 """Re-solving solver-based certificates with z3, cvc5 and CP-SAT.
 
-Subset refutations (MATH.md §4) store no solver text: the checker encodes the 0/1 system it
+Subset refutations (docs/rules.md §4) store no solver text: the checker encodes the 0/1 system it
 re-derived itself and has both z3 and cvc5 refute it. The generic engine's refutations
 (checker/generic.py) are re-solved from the checker's own SMT-LIB text by the same two
 verdict functions, cvc5 there as a bounded second opinion."""

@@ -1,4 +1,4 @@
-"""The checker's own reading of `.mlp` spec text (LANGUAGE.md), independent of the prover.
+"""The checker's own reading of `.mlp` spec text (docs/language.md), independent of the prover.
 
 It reads only what determines a block's weights — activation, dim, width, depth, skip, and
 per layer `up`, `down`, `gate` (a literal or `load("file", "key")`, either with an optional `.T`)
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-MAX_DIGITS, MAX_EXPONENT = 4000, 4000  # a hostile literal costs nothing (LANGUAGE.md limits)
+MAX_DIGITS, MAX_EXPONENT = 4000, 4000  # a hostile literal costs nothing (docs/language.md limits)
 
 
 class SourceError(ValueError):
@@ -338,7 +338,7 @@ def read_spec(text: str) -> SpecSource:
     return source
 
 
-# ---- activations: the checker's own table (LANGUAGE.md) ------------------------------------
+# ---- activations: the checker's own table (docs/language.md) ------------------------------------
 
 # name → (kind of σ, gated); `square` is the polynomial z².
 _SIMPLE = {"relu": ("relu", False), "abs": ("abs", False), "square": ("poly", False),

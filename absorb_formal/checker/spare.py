@@ -1,4 +1,4 @@
-"""The spare-pair witness of large blocks (MATH.md §4, §8.1: min width ≤ m + 2·rank S),
+"""The spare-pair witness of large blocks (docs/rules.md §4, §8.1: min width ≤ m + 2·rank S),
 checked without the block's weights.
 
 The witness is the block's own neurons (same up, biases, down; down bias unchanged) plus, for
@@ -11,12 +11,12 @@ family), the pairs add Σ_k p_k (q_k·x) = S x when the terms sum to S:
   python-flint's fmpq_mat.
 So the plain block equals B, and its width is m + 2·#columns.
 
-Biased gated blocks (MATH.md §8, linear neurons): a neuron with gate row 0 and gate bias γ
+Biased gated blocks (docs/rules.md §8, linear neurons): a neuron with gate row 0 and gate bias γ
 computes σ(γ)(u·x + β); with σ(γ) rational and ≠ 0 (re-derived here from σ's formula with
 sympy), one such neuron per rank-one term, up row q_k and down p_k/σ(γ), adds Σ_k p_k q_k·x.
 Width m + #columns.
 
-relu² and square with biases (MATH.md §8): with the lemma σ(z) + σ(−z) = v z² (re-proved by
+relu² and square with biases (docs/rules.md §8): with the lemma σ(z) + σ(−z) = v z² (re-proved by
 `lemmas`, v ≠ 0), four neurons per rank-one term, p_k/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) −
 σ(−ℓ+1)) with ℓ = q_k·x, add p_k·v((ℓ+1)² − (ℓ−1)²)/(4v) = p_k ℓ. Width m + 4·#columns.
 """

@@ -1,4 +1,4 @@
-"""Does a certificate document support its outcome? (MATH.md §7, kind by kind.)
+"""Does a certificate document support its outcome? (docs/certificates.md, kind by kind.)
 
 `verify(doc)` re-derives everything from the embedded blocks: exact values, canonical forms,
 ranks and products, sympy lemmas, and solver answers. Any gap is an `Invalid` with a reason.
@@ -13,7 +13,7 @@ from typing import Any
 
 from sympy.polys.polyerrors import BasePolynomialError
 
-from . import exact, flips, forms, generic, lemmas, modular, smt, spare
+from . import exact, flips, forms, generic, half, lemmas, modular, smt, spare
 from .exact import Rows, q
 from .source import SourceError, read_statement
 
@@ -24,7 +24,7 @@ DOCUMENT_FIELDS = frozenset({"format", "spec", "files", "line", "statement", "cl
 MAX_ENUMERATION = 16
 NEVER_RULES = ("T1", "T2", "T3", "T4", "T2∞")
 NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F", "T2∞": "E, H(1)"}  # T1: H(k) from k
-BIASED_NEVER_RULES = ("T3", "T2∞")  # MATH.md §8: the never-rules that survive biases
+BIASED_NEVER_RULES = ("T3", "T2∞")  # docs/rules.md §8: the never-rules that survive biases
 
 
 class Invalid(Exception):
@@ -56,7 +56,8 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
             verdict = _verify(doc, weights or {})
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
-    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid) as error:
+    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
+            half.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
             BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
@@ -118,7 +119,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     require(outcome in ("proved", "refuted"), f"unexpected outcome {outcome!r}")
     require(isinstance(certificate, dict), "a decided outcome needs a certificate")
     proved = outcome == "proved"
-    # MATH.md §8: with biases the paper's rules change (T1, T4 fail). A decided claim on a
+    # docs/rules.md §8: with biases the paper's rules change (T1, T4 fail). A decided claim on a
     # biased block is accepted only with a certificate whose rule re-derives biases.
     require(not any(isinstance(b, dict) and b.get("bias") for b in doc["blocks"].values())
             or _bias_ok(doc),
@@ -166,7 +167,7 @@ def _flips_ok(doc: dict[str, Any]) -> bool:
 
 
 def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
-    """MATH.md §8.1: certificates whose checks read biases — §4's canonical forms with affine
+    """docs/rules.md §8.1: certificates whose checks read biases — §4's canonical forms with affine
     keys and γ (witness, width search, equality) and the generic-case modular rank — for
     ungated blocks. Every other rule stays refused for biased blocks."""
     if any(b["activation"]["gated"] for b in blocks.values()):
@@ -178,13 +179,13 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     if kind == "minimal width bounds":
         return all(_keys_ok(blocks, part) for part in (certificate["above"],
                                                         certificate["below"]) if part)
-    if kind == "witness":
-        return certificate.get("check") in ("canonical forms equal", spare.CHECK)
-    return kind in ("subset search", "canonical forms") + LARGE_REFUTATIONS
+    if kind == "witness":  # §8.4: a stack of per-layer witnesses keeps the biases too
+        return certificate.get("check") in ("canonical forms equal", spare.CHECK, STACK_CHECK)
+    return kind in ("subset search", "canonical forms", half.KIND) + LARGE_REFUTATIONS
 
 
 def _linear_ok(cert: dict[str, Any]) -> bool:
-    """MATH.md §8: the linear-neuron witness of a biased gated block or the square quadruples
+    """docs/rules.md §8: the linear-neuron witness of a biased gated block or the square quadruples
     of a biased relu² / square block, alone or as the upper end of min width bounds (no
     lower bound: below is None)."""
     if cert.get("kind") == "minimal width bounds":
@@ -194,7 +195,7 @@ def _linear_ok(cert: dict[str, Any]) -> bool:
 
 
 def _never_or_table_ok(cert: dict[str, Any]) -> bool:
-    """MATH.md §8 certificates re-derived for biased blocks (T3, T2∞, the §8.3 family table).
+    """docs/rules.md §8 certificates re-derived for biased blocks (T3, T2∞, the §8.3 family table).
     Each kind's own check still rejects what does not hold with biases (T1, T2, T4)."""
     kind = cert.get("kind")
     if kind == "rule":
@@ -202,7 +203,7 @@ def _never_or_table_ok(cert: dict[str, Any]) -> bool:
     return kind in ("lemma + direction", "parity point at infinity")
 
 
-# MATH.md §8.4: the generic engine's certificates, which checker/generic.py encodes with the
+# docs/rules.md §8.4: the generic engine's certificates, which checker/generic.py encodes with the
 # comparator's biases as more unknowns (and never with a box: a biased block is not homogeneous).
 GENERIC_CHECKS = ("polynomial identity", "smt: no point where P differs from B")
 GENERIC_REFUTATIONS = ("Nullstellensatz", "real infeasibility", "finite point set")
@@ -222,6 +223,8 @@ def _bias_ok_generic(claim: dict[str, Any], cert: dict[str, Any]) -> bool:
                                                   or generic_kind(cert["below"]))
     return False
 
+
+STACK_CHECK = "each layer's canonical form equals the block layer's"
 
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
@@ -283,8 +286,8 @@ def _layer_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> No
 
 
 def _bias_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
-    """A witness of a biased block carries every bias (MATH.md §8), of the right length; one of
-    a bias-free block carries none."""
+    """A witness of a biased block carries every bias (docs/rules.md §8), of the right length;
+    one of a bias-free block carries none."""
     keys = {"up", "down"} | ({"gate"} if block["activation"]["gated"] else set())
     if block.get("bias"):
         keys |= {f"{k}_bias" for k in keys}
@@ -388,6 +391,8 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         _parity_point_at_infinity(block, cert)
     elif kind == "lemma + direction":
         never_lemma(block, cert, concrete=True)
+    elif kind == half.KIND:  # MATH.md §9, any depth, with or without biases
+        half.check(block, width, cert)
     elif kind == "linear rank":
         family = _family(block)
         require(family[0] == "linear" and block["depth"] == 1, "linear rank needs depth-1 Lin")
@@ -520,7 +525,7 @@ def _even_homogeneous(act: dict[str, Any]) -> None:
 
 
 def _parity_point_at_infinity(block: dict[str, Any], cert: dict[str, Any]) -> None:
-    """T2∞ (MATH.md §8): B0, the block with every bias dropped, is not even at x0, while
+    """T2∞ (docs/rules.md §8): B0, the block with every bias dropped, is not even at x0, while
     B(tx)/t -> B0(x) and every plain stack's limit P0 is even."""
     act = block["activation"]
     require(cert["rule"] == "T2∞" and cert["property"] == "E, H(1)",
@@ -538,7 +543,7 @@ def _parity_point_at_infinity(block: dict[str, Any], cert: dict[str, Any]) -> No
 
 
 def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> None:
-    """T1–T4 with a lemma and a direction e_j with S^L e_j ≠ 0 (MATH.md §3)."""
+    """T1–T4 with a lemma and a direction e_j with S^L e_j ≠ 0 (docs/rules.md §3)."""
     rule = cert["rule"]
     require(rule in NEVER_RULES, f"unknown rule {rule!r}")
     require(not block.get("bias") or rule in BIASED_NEVER_RULES,
@@ -578,7 +583,7 @@ def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> 
 def _terms(family: tuple[str, Fraction, Fraction | None], lam: Rows,
            keys: list[tuple[exact.Vec, exact.Vec]], singles: list[int],
            basis: list[exact.Vec]) -> tuple[list[Rows], Rows]:
-    """(W_ℓ Q for ℓ single, −M_+ Q), as in the width search of MATH.md §4."""
+    """(W_ℓ Q for ℓ single, −M_+ Q), as in the width search of docs/rules.md §4."""
     r = forms.rho(family)
     m_plus = lam
     for i in singles:
@@ -809,7 +814,7 @@ FAMILY_TRUTHS = {
     "§4 genericity": {"generically not": True, "always": False},
     "plain family": {"always": True, "generically not": False},
     "zero weights": {"sometimes": True, "never": False},
-    # MATH.md §8.3, families with biases (depth 1, S != 0); preconditions in _biased_rule.
+    # docs/rules.md §8.3, families with biases (depth 1, S != 0); preconditions in _biased_rule.
     "§8.3 rank of S": {"never": True, "generically not": True, "sometimes": False,
                        "always": False},
     "§8.3 relu^2 pairs": {"always": True, "sometimes": True, "never": False,
@@ -822,11 +827,12 @@ FAMILY_TRUTHS = {
     "§8.3 subset condition": {"sometimes": True, "never": False},
     "§8.3 relu^2 flips": {"sometimes": True, "never": False},
     "§8.3 linear neuron in the block": {"sometimes": True, "never": False},
+    half.RULE: {"generically not": True, "always": False},  # MATH.md §9 (b), any depth
 }
 # The rules that hold with biases: the §4 ones whose argument keeps biases (plain, zero,
 # spare pairs, linear maps up to a constant) and the §8.3 table.
 BIASED_FAMILY_RULES = frozenset({"plain family", "zero weights", "spare pairs",
-                                 "§4 identity activation",
+                                 "§4 identity activation", half.RULE,
                                  *(r for r in FAMILY_TRUTHS if r.startswith("§8.3"))})
 GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu (§8.2)
 
@@ -865,6 +871,9 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
 def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
     act, m, d = block["activation"], block["width"], block["dim"]
     r = exact.skip_rank(block)
+    if rule == half.RULE:
+        half.check_family(block, width)
+        return
     if rule in ("plain family", "zero weights"):
         require(exact.skip_is_zero(block), "needs skip none")
         require(rule == "zero weights" or width >= m, "needs width >= m")
@@ -905,7 +914,7 @@ def _example_member(block: dict[str, Any], example: dict[str, Any],
                     rule: str) -> dict[str, Any]:
     """The family member an example names. A biased family's example is a member with zero
     biases, stated bias-free (no bias fields anywhere): its bias-free witness is a biased
-    plain block with zero biases (MATH.md §8); except for BIASED_EXAMPLE_RULES, whose member
+    plain block with zero biases (docs/rules.md §8); except for BIASED_EXAMPLE_RULES, whose member
     carries its biases, each layer shaped as one of the family's (width m)."""
     if block.get("bias") and rule in BIASED_EXAMPLE_RULES:
         require(len(example["layers"]) == block["depth"], "the example has the wrong depth")
@@ -921,7 +930,7 @@ def _example_member(block: dict[str, Any], example: dict[str, Any],
 
 
 def _bias_class(act: dict[str, Any]) -> str | None:
-    """The row of MATH.md §8.3's table, from σ's kind (its formula is the kind's)."""
+    """The row of docs/rules.md §8.3's table, from σ's kind (its formula is the kind's)."""
     kind = act["kind"]
     if act["gated"]:
         return "gated" if kind in GATED_KINDS else "bilinear" if kind == "identity" else None

@@ -1,4 +1,4 @@
-"""MATH.md §8.3: families with biases at depth 1, S ≠ 0, that no never-rule covers.
+"""docs/rules.md §8.3: families with biases at depth 1, S ≠ 0, that no never-rule covers.
 
 - relu family (any d), gelu family: never if m + w < 2 rank S; sometimes if rank S ≤ m ≤ w;
   generically not at w = m; always at m + 2 rank S (families.spare_pairs).
@@ -29,7 +29,7 @@ from ..activations import Activation
 from ..model import Block, Layer, Matrix
 from . import flips
 from .canonical import ridge
-from .families import ALWAYS, NEVER
+from .family_facts import ALWAYS, NEVER, Facts, attach_example, too_big_for_example, with_example
 
 GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu
 GAMMA = 1  # gate bias of a linear neuron: σ(1) ≠ 0 for every gated σ of the table
@@ -55,9 +55,7 @@ def _rule(name: str, r: int, size: int, argument: str, **extra: Any) -> dict[str
             "argument": argument}
 
 
-def table(block: Block, size: int, r: int, out: Any) -> None:
-    from . import families
-
+def table(block: Block, size: int, r: int, out: Facts) -> None:
     found = row(block.activation)
     if found is None or r == 0:
         return
@@ -76,7 +74,7 @@ def table(block: Block, size: int, r: int, out: Any) -> None:
         return
     _always(found, block, size, r, out)
     if size >= m:
-        _sometimes(found, block, size, r, out, families)
+        _sometimes(found, block, size, r, out)
     if size == m and found in ("ridge", "relu2", "gated"):
         generic = _rule("§8.3 genericity", r, size,
                         "generic weights put every neuron alive and alone on its key; a plain "
@@ -86,11 +84,11 @@ def table(block: Block, size: int, r: int, out: Any) -> None:
         out.set("always", False, "§8.3 genericity", generic)
 
 
-def _never(out: Any, rule: dict[str, Any]) -> None:
+def _never(out: Facts, rule: dict[str, Any]) -> None:
     out.set_all(NEVER, "§8.3 rank of S", rule)
 
 
-def _always(found: str, block: Block, size: int, r: int, out: Any) -> None:
+def _always(found: str, block: Block, size: int, r: int, out: Facts) -> None:
     m = block.width
     if found == "relu2" and size >= m + 4 * r:
         rule = _rule("§8.3 relu^2 pairs", r, size,
@@ -110,10 +108,10 @@ def _always(found: str, block: Block, size: int, r: int, out: Any) -> None:
     out.set_all(ALWAYS, rule["rule"], rule)
 
 
-def _sometimes(found: str, block: Block, size: int, r: int, out: Any, families: Any) -> None:
+def _sometimes(found: str, block: Block, size: int, r: int, out: Facts) -> None:
     m = block.width
     if found == "ridge" and r <= m:
-        rule = families._with_example(block, size, _rule(
+        rule = with_example(block, size, _rule(
             "§8.3 subset condition", r, size,
             "members with zero biases and sum_{i in J} d_i u_i^T = -S/(2a) are absorbable "
             "(§4), and a bias-free plain block is a biased one with zero biases"), "sometimes")
@@ -138,11 +136,9 @@ def _sometimes(found: str, block: Block, size: int, r: int, out: Any, families: 
 def _flip_example(found: str, block: Block, size: int, rule: dict[str, Any]) -> dict[str, Any]:
     """The rule with a member built as §8.3 says and the witness §8.2's flip sets find for it
     at `size` (a witness at m serves any larger width); the rule alone when none fits."""
-    from . import families
-
-    if found not in ("relu2", "gated") or families.too_big_for_example(block):
+    if found not in ("relu2", "gated") or too_big_for_example(block):
         return rule
-    return families.attach_example(flip_member(block), size, rule)
+    return attach_example(flip_member(block), size, rule)
 
 
 Neuron = tuple[tuple[Fraction, ...] | None, Fraction | None, tuple[Fraction, ...], Fraction,
@@ -150,7 +146,7 @@ Neuron = tuple[tuple[Fraction, ...] | None, Fraction | None, tuple[Fraction, ...
 
 
 def flip_member(block: Block) -> Block | None:
-    """A member whose flips cancel S (MATH.md §8.3 "sometimes", checked by §8.2): per
+    """A member whose flips cancel S (docs/rules.md §8.3 "sometimes", checked by §8.2): per
     rank-one term p qᵀ of S, relu²: neurons on q·x + 1 and q·x − 1 with down −p/4 and p/4
     (flipping both changes B by −p qᵀx + const); gated σ = az + e(z): one neuron σ(q·x)·1
     with down −p/(2a) (σ(−z) = σ(z) − 2az); GLU, Og(c): σ(q·x)·(q·x) with down −p/(2c).

@@ -1,4 +1,4 @@
-"""T3 Boundedness (MATH.md §3): σ bounded (Bd), ungated. Every plain stack is bounded, while
+"""T3 Boundedness (docs/rules.md §3): σ bounded (Bd), ungated. Every plain stack is bounded, while
 the block stack is `S^L x + (bounded)`: never absorbable when S^L ≠ 0."""
 
 from __future__ import annotations

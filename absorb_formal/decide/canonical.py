@@ -1,4 +1,4 @@
-"""Canonical forms of depth-1 blocks with O(a)+N activations (MATH.md §4).
+"""Canonical forms of depth-1 blocks with O(a)+N activations (docs/rules.md §4).
 
 `B(x) = Λx + Σ_i d_i e(u_i·x)` with `Λ = S + a·DU` and e the even part of σ.
 
@@ -11,7 +11,7 @@
 Keys whose v sums to 0 disappear. Two depth-1 blocks whose σ have the same e are equal as
 functions iff their canonical forms are equal (independence of ridge functions).
 
-With biases (MATH.md §8.1) a key is the affine function ℓ̄ = ū·x + β̄, normalised by ū as
+With biases (docs/rules.md §8.1) a key is the affine function ℓ̄ = ū·x + β̄, normalised by ū as
 above with β̄ scaled along; keys with parallel ū and different β̄ differ. The form gains the
 constant γ = c + a·Σ_{u_i≠0} d_i β_i + Σ_{u_i=0} d_i σ(β_i). A bias-free block compared
 with a biased one is read as biased with zero biases.
@@ -44,7 +44,7 @@ class Ridge:
 
     @property
     def rho(self) -> Fraction:
-        """Linear part added by a single neuron on a key, per unit of v (MATH.md §4)."""
+        """Linear part added by a single neuron on a key, per unit of v (docs/rules.md §4)."""
         return self.a / self.b if self.b is not None else self.a
 
     def same_e(self, other: Ridge) -> bool:
@@ -80,7 +80,7 @@ def normalise(u: Vec, family: str) -> tuple[Vec, Fraction]:
 class CanonicalForm:
     """C(B) = (Λ, {ū ↦ v}); keys sorted for a deterministic, comparable form.
 
-    Biased (MATH.md §8.1): `offsets[n]` is key n's β̄ (keys sorted by (ū, β̄)) and `gamma` the
+    Biased (docs/rules.md §8.1): `offsets[n]` is key n's β̄ (keys sorted by (ū, β̄)) and `gamma` the
     constant; both None in a bias-free form. The width search reads only the directions ū."""
 
     ridge: Ridge

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..model import Layer
 
-# MATH.md §8: a biased block is compared with biased plain blocks, where the bias-free rules
+# docs/rules.md §8: a biased block is compared with biased plain blocks, where the bias-free rules
 # (T1, T4, §4's keys, the generic engine's homogeneous encoding) do not hold as written. Each
 # entry point below says so until its part of §8 lands.
 BIASED = "blocks with biases: not decided yet (docs/rules.md §8)"

@@ -1,4 +1,5 @@
-"""Route each claim or query to the rules that decide it (MATH.md §3–5) and phrase the result."""
+"""Route each claim or query to the rules that decide it (docs/rules.md §3–5) and phrase the
+result."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ NEGATED = {"never": "sometimes", "sometimes": "never"}
 def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
     """Decide one claim or query of `spec`; `unknown` with a reason when no rule applies.
 
-    engine: "theory" (MATH.md §3–5, falling back to the generic engine where no rule decides
+    engine: "theory" (docs/rules.md §3–5, falling back to the generic engine where no rule decides
     and the size is small), "generic" (§6 only), or "both" (each; disagreement is an error).
     """
     block = spec.blocks[statement.block]

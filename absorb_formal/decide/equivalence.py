@@ -1,4 +1,4 @@
-"""`claim A equals B` for depth-1 blocks, by canonical forms (MATH.md §4, uniqueness).
+"""`claim A equals B` for depth-1 blocks, by canonical forms (docs/rules.md §4, uniqueness).
 
 Forms compare when the two activations share their even part e up to normalisation (any two
 relu-family activations; the same analytic σ), or when either block is linear (no keys): the
@@ -39,7 +39,7 @@ def _form(block: Block, biased: bool) -> tuple[CanonicalForm | None, linalg.Rows
 
 
 def decide(left: Block, right: Block) -> Equality:
-    biased = left.biased or right.biased  # MATH.md §8.1: compare affine keys and γ
+    biased = left.biased or right.biased  # docs/rules.md §8.1: compare affine keys and γ
     cf_l, lin_l = _form(left, biased)
     cf_r, lin_r = _form(right, biased)
     if biased and (cf_l is None or cf_r is None):

@@ -1,4 +1,4 @@
-"""T4 Flatness (MATH.md §3; the paper's linearization argument for SwiGLU/GeGLU).
+"""T4 Flatness (docs/rules.md §3; the paper's linearization argument for SwiGLU/GeGLU).
 
 If plain blocks are flat (F: P(0) = 0, P(y) = o(‖y‖)), every plain stack is o(t) along each
 ray at 0, while the block stack is `t S^L x + o(t)`: never absorbable when S^L ≠ 0."""

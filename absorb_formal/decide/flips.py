@@ -1,4 +1,4 @@
-"""Flip sets (MATH.md §8.2): biased depth-1 blocks at their own width, for relu², gated
+"""Flip sets (docs/rules.md §8.2): biased depth-1 blocks at their own width, for relu², gated
 σ = a·z + e(z) with e even and not a polynomial (swiglu, geglu, reglu), and GLU (Og(c)).
 
 When every neuron is alive and alone on its key, a plain block of the same width puts one
@@ -57,7 +57,7 @@ def rule_for(block: Block) -> Rule | None:
         return Rule("Og(c)", props.gated_const, False)
     if props.odd_linear is not None and props.nonpoly_even:
         # e = σ − az is homogeneous of degree 1 exactly when σ is (reglu): keys up to a
-        # factor; otherwise keys up to sign, separated by an analytic e (MATH.md §4, §8.1)
+        # factor; otherwise keys up to sign, separated by an analytic e (docs/rules.md §4, §8.1)
         scaled = props.homogeneous == 1
         if scaled or props.analytic:
             return Rule("gated O(a)+N", props.odd_linear, scaled)
@@ -139,7 +139,7 @@ def system(block: Block, rule: Rule) -> tuple[list[linalg.Rows], linalg.Rows]:
 
 
 def constant_shift(layer: Layer, rule: Rule, flips: set[int]) -> tuple[Fraction, ...]:
-    """c′ − c: the constant part of the flips' total change, negated (MATH.md §8.2)."""
+    """c′ − c: the constant part of the flips' total change, negated (docs/rules.md §8.2)."""
     assert layer.up_bias is not None
     shift = [Fraction(0)] * layer.down.shape[0]
     for i in flips:

@@ -1,4 +1,4 @@
-"""Gated blocks with Og(c) (GLU, sigmoid gate), generic case, depth 1 (MATH.md §5).
+"""Gated blocks with Og(c) (GLU, sigmoid gate), generic case, depth 1 (docs/rules.md §5).
 
 `σ(−z) = 2c − σ(z)`, with o = σ − c odd, analytic and not a polynomial (the only-if needs
 all three; Properties.gated_odd_part): negating row i of G and column i of D changes the

@@ -1,4 +1,4 @@
-"""T1 Homogeneity (MATH.md §3): σ is H(k) and the block degree K ≠ 1.
+"""T1 Homogeneity (docs/rules.md §3): σ is H(k) and the block degree K ≠ 1.
 
 Every plain stack is positively homogeneous of degree K^L, so a block that is not, is never
 absorbable, at any width. At depth 1, `B(tx) − t^K B(x) = (t − t^K) S x`, so S ≠ 0 suffices
@@ -26,7 +26,7 @@ def degree(block: Block, props: Properties) -> int | None:
 
 
 def family(block: Block, props: Properties) -> dict[str, Any] | None:
-    """Lemma H(k) + a direction with S x0 ≠ 0 (depth 1 only, as MATH.md states T1)."""
+    """Lemma H(k) + a direction with S x0 ≠ 0 (depth 1 only, as docs/rules.md states T1)."""
     k = degree(block, props)
     found = skip.direction(block.skip, 1)
     if k is None or block.depth != 1 or found is None:

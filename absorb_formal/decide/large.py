@@ -1,5 +1,5 @@
-"""Large concrete blocks at every width: MATH.md §4 (and §8.1 with biases) bounds that read the
-weights only through residues mod p and exact zero tests, in O(m·d) vectorised work.
+"""Large concrete blocks at every width: docs/rules.md §4 (and §8.1 with biases) bounds that read
+the weights only through residues mod p and exact zero tests, in O(m·d) vectorised work.
 
 Depth 1, ungated, σ = a·z + e(z) with a ≠ 0 and e non-polynomial (relu, leaky_relu, gelu,
 gelu_tanh, silu: `ridge(activation)`), with or without biases.
@@ -19,12 +19,12 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
   S = S[:,C]·S[R,C]⁻¹·S[R,:] with |C| = rank S. So the block is absorbable at width
   m + 2·rank S, the bound of §4. The certificate names the construction, C (and R); the
   checker re-derives the lemma and the skeleton identity.
-- Gated blocks with biases (MATH.md §8, "linear neurons"): a neuron with gate row 0 and gate
+- Gated blocks with biases (docs/rules.md §8, "linear neurons"): a neuron with gate row 0 and gate
   bias γ computes σ(γ)·(u·x + β). When σ(γ) is rational and ≠ 0 (reglu, bilinear: γ = 1;
   glu: γ = 0, σ(0) = 1/2), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x) per
   rank-one term absorb the block at width m + rank S. swiglu and geglu have no rational
   σ(γ) ≠ 0 at a rational γ: unknown. No lower bound is proved for gated blocks (lo = 1).
-- relu² and square with biases (MATH.md §8): σ(z) + σ(−z) = v z² (v = 1, 2), so
+- relu² and square with biases (docs/rules.md §8): σ(z) + σ(−z) = v z² (v = 1, 2), so
   p·ℓ = p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) with ℓ = q·x: four neurons per
   rank-one term, width m + 4·rank S. No lower bound (lo = 1).
 """
@@ -243,7 +243,7 @@ def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
 
 
 def added_neurons(block: Block) -> dict[str, np.ndarray]:
-    """The neurons the construction adds to the block's own (MATH.md §4 spare pairs, §8
+    """The neurons the construction adds to the block's own (docs/rules.md §4 spare pairs, §8
     linear neurons or square quadruples), as exact object arrays of Fractions: "up" (k×d),
     "down" (d×k), and "up_bias", "gate", "gate_bias" (k, k×d, k) where the witness has them.
     The own neurons are kept as they are (`own_layer`), so a large witness never converts

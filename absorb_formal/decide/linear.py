@@ -1,4 +1,4 @@
-"""Linear activations (σ(z) = a·z, e.g. identity, leaky_relu(1)), depth 1 (MATH.md §4).
+"""Linear activations (σ(z) = a·z, e.g. identity, leaky_relu(1)), depth 1 (docs/rules.md §4).
 
 Every block is the linear map Λ = S + a·DU, and a plain block of width m′ realises exactly the
 matrices of rank ≤ m′: absorbable at m′ iff rank(Λ) ≤ m′; minimal width max(1, rank Λ).

@@ -1,4 +1,5 @@
-"""Large float-derived blocks in the generic case: the modular-rank certificate (MATH.md §7).
+"""Large float-derived blocks in the generic case: the modular-rank certificate
+(docs/certificates.md).
 
 At its own width m, a depth-1 O(a)+N block whose m neurons sit alone on m distinct live keys
 is absorbable iff `Σ_{i∈J} d_i u_iᵀ = −S/(2a)` for some J (§4, the paper's generic case).
@@ -12,7 +13,7 @@ The exact work is proportional to what the argument reads: m + 1 coordinates on 
 nmod_mat). That the m keys are distinct is the caller's (`large.key_classes`: residue keys,
 O(m·d) vectorised); the checker recomputes it from its own reading.
 
-With biases (MATH.md §8.1) keys are affine, and rows with distinct directions are distinct
+With biases (docs/rules.md §8.1) keys are affine, and rows with distinct directions are distinct
 keys whatever their offsets: distinct residue keys suffice, the subset condition is
 unchanged and the biases never enter the minor.
 """

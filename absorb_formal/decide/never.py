@@ -1,6 +1,6 @@
-"""The never-rules T1–T4 (MATH.md §3), tried in order; each fires only on proved properties.
+"""The never-rules T1–T4 (docs/rules.md §3), tried in order; each fires only on proved properties.
 
-With biases (MATH.md §8) only T3 and T2∞ survive: biased plain blocks are neither
+With biases (docs/rules.md §8) only T3 and T2∞ survive: biased plain blocks are neither
 homogeneous (T1) nor flat (T4), and not even (T2) — only even at infinity (T2∞)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ..properties import properties
 from . import bounded, flatness, homogeneity, parity, parity_infinity
 
 RULES = (homogeneity, parity, bounded, flatness)
-BIASED_RULES = (bounded, parity_infinity)  # MATH.md §8: the rules that survive biases
+BIASED_RULES = (bounded, parity_infinity)  # docs/rules.md §8: the rules that survive biases
 
 
 @dataclass(frozen=True)

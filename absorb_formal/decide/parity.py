@@ -1,4 +1,4 @@
-"""T2 Parity (MATH.md §3): σ even (E), ungated. Every plain stack is even, so a block with
+"""T2 Parity (docs/rules.md §3): σ even (E), ungated. Every plain stack is even, so a block with
 `B(x0) ≠ B(−x0)` is never absorbable; at depth 1 that holds whenever S ≠ 0
 (`B(x) − B(−x) = 2Sx`)."""
 

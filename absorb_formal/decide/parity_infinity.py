@@ -1,4 +1,4 @@
-"""T2∞ Parity at infinity (MATH.md §8, "T2 survives only at infinity"): σ even (E) and
+"""T2∞ Parity at infinity (docs/rules.md §8, "T2 survives only at infinity"): σ even (E) and
 positively homogeneous of degree 1 (H(1)), ungated — abs, leaky_relu(−1).
 
 For a plain stack P with biases, `P(tx)/t → P₀(x)` as t → ∞, where P₀ is P with every bias

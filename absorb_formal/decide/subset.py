@@ -1,4 +1,4 @@
-"""The matrix subset-sum problem `Σ_{ℓ∈J} W_ℓ = T` (MATH.md §4, "the generic case").
+"""The matrix subset-sum problem `Σ_{ℓ∈J} W_ℓ = T` (docs/rules.md §4, "the generic case").
 
 Decided in exact arithmetic, cheapest argument first:
 1. span test: if vec(T) is outside the real span of the vec(W_ℓ), a separating functional Y

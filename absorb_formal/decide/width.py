@@ -1,4 +1,4 @@
-"""Absorbability at width m′ and the minimal width, for O(a)+N depth-1 blocks (MATH.md §4).
+"""Absorbability at width m′ and the minimal width, for O(a)+N depth-1 blocks (docs/rules.md §4).
 
 A plain block equals B iff it has B's keys with B's coefficients and B's linear part Λ. A
 key carried by one neuron adds `±ρ v ū^T` to the linear part (sign s_ℓ); by two neurons of
@@ -185,7 +185,7 @@ def upper_bound(cf: CanonicalForm, layer: Layer | None = None) -> Choice:
 
 
 def own_choice(cf: CanonicalForm, layer: Layer) -> Choice:
-    """The block's own neurons, read as a choice (MATH.md §4, "at most m + 2·rank(S)"): a key
+    """The block's own neurons, read as a choice (docs/rules.md §4, "at most m + 2·rank(S)"): a key
     whose neurons all face one way is a single with that sign, a key with both orientations a
     double. Then M_s Π_Δ = (S + Σ_{keys that cancel} a Σ α_i d_i ū^T) Π_Δ: rank ≤ rank S plus
     the cancelled keys, each of which used ≥ 2 of the m neurons, as does each double."""
@@ -344,6 +344,6 @@ def refutation(cf: CanonicalForm, width: int, found: Search) -> dict[str, Any]:
 def witness_certificate(cf: CanonicalForm, choice: Choice, layer: Layer,
                         width: int) -> dict[str, Any]:
     # No choice or canonical form is stored: the checker recomputes both forms, and a field
-    # it does not check would be one a reader could not trust (MATH.md §7).
+    # it does not check would be one a reader could not trust (docs/certificates.md).
     return cert.witness([layer], width, "canonical forms equal")
 

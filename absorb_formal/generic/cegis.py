@@ -1,5 +1,5 @@
 """The generic engine for piecewise activations (relu, leaky_relu, relu^k, abs, reglu):
-counterexample-guided synthesis with z3 (MATH.md §6), from the definitions alone.
+counterexample-guided synthesis with z3 (docs/rules.md §6), from the definitions alone.
 
 Synthesis finds plain weights that match B on a finite point set (nonlinear real
 arithmetic); verification asks for an x where the candidate differs from B; its answer is
@@ -34,7 +34,7 @@ def applies(block: Block) -> bool:
 
 
 def sizes_ok(block: Block, width: int) -> bool:
-    """Every unknown counts, the comparator's biases too (MATH.md §8.4)."""
+    """Every unknown counts, the comparator's biases too (docs/rules.md §8.4)."""
     return len(encode.flat_names(encode.block_names(block, width))) <= MAX_UNKNOWNS
 
 
@@ -92,7 +92,7 @@ def block_text(block: Block, layers: list[dict[str, list[list[str]]]], x: list[s
 
 
 def _affine_text(layer: dict[str, Any], key: str, value: list[str]) -> list[str]:
-    """layer[key]·value, the bias term last when the layer has biases (MATH.md §8)."""
+    """layer[key]·value, the bias term last when the layer has biases (docs/rules.md §8)."""
     bias = layer.get(f"{key}_bias")
     return [_sum([_times(a, v) for a, v in zip(row, value, strict=True)]
                  + ([] if bias is None else [bias[j]]))
@@ -105,7 +105,7 @@ def exact_layers(block: Block) -> list[dict[str, Any]]:
 
 def box_applies(block: Block) -> bool:
     """Row scaling is without loss when σ is H(k), k ≥ 1, and the block has no biases: a
-    biased block is not homogeneous, so its points and rows stay as they are (MATH.md §8.4's
+    biased block is not homogeneous, so its points and rows stay as they are (docs/rules.md §8.4's
     trap; the checker re-derives this and refuses a box for a biased block)."""
     k = properties(block.activation).homogeneous
     return k is not None and k >= 1 and not block.biased
@@ -130,7 +130,7 @@ def synthesis_text(block: Block, width: int, points: list[tuple[Fraction, ...]])
 
 def verification_text(block: Block, witness: list[dict[str, list[list[str]]]]) -> str:
     """∃x: P(x) ≠ B(x); unsat means P ≡ B (x in [−1, 1]^d when both are H(1): never with
-    biases, MATH.md §8.4)."""
+    biases, docs/rules.md §8.4)."""
     x = [f"x{k}" for k in range(block.dim)]
     lines = ["(set-logic QF_NRA)"] + [f"(declare-fun {v} () Real)" for v in x]
     if _degree_one(block):

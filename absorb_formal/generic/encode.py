@@ -1,4 +1,4 @@
-"""Formula builders for the generic engine (MATH.md §6): plain blocks with unknown weights,
+"""Formula builders for the generic engine (docs/rules.md §6): plain blocks with unknown weights,
 to sympy (polynomial activations) and to z3 (piecewise activations). Translators only build
 formulas; `polynomial.py` and `cegis.py` solve them.
 """
@@ -18,7 +18,7 @@ Vec = Sequence[Any]
 
 
 # Per layer, the order of the unknowns (part of the certificate format); biases after their
-# matrix (MATH.md §8.4: the plain comparator's biases are more unknowns).
+# matrix (docs/rules.md §8.4: the plain comparator's biases are more unknowns).
 KEYS = ("gate", "gate_bias", "up", "up_bias", "down", "down_bias")
 
 
@@ -40,7 +40,8 @@ def map_layer(layer: dict[str, Any], f: Any) -> dict[str, Any]:
 def unknown_names(width: int, dim: int, depth: int, gated: bool,
                   biased: bool = False) -> list[dict[str, Any]]:
     """Per layer: names of the unknown entries of up (w×d), down (d×w), gate (w×d); with
-    biases (MATH.md §8.4) also up_bias `b{l}_{j}`, gate_bias `h{l}_{j}`, down_bias `c{l}_{r}`."""
+    biases (docs/rules.md §8.4) also up_bias `b{l}_{j}`, gate_bias `h{l}_{j}`, down_bias
+    `c{l}_{r}`."""
     layers = []
     for layer in range(depth):
         names: dict[str, Any] = {
@@ -92,7 +93,7 @@ def sympy_block(scalar: Scalar, gated: bool, skip: Sequence[Sequence[Fraction]] 
 
 
 def _sympy_affine(layer: dict[str, Any], key: str, value: list[Any]) -> list[Any]:
-    """layer[key]·value (+ layer[key_bias] when the layer has biases, MATH.md §8)."""
+    """layer[key]·value (+ layer[key_bias] when the layer has biases, docs/rules.md §8)."""
     out = [sum((sp.sympify(a) * v for a, v in zip(row, value, strict=True)), sp.Integer(0))
            for row in layer[key]]
     bias = layer.get(f"{key}_bias")

@@ -55,7 +55,7 @@ def at_width(block: Block, width: int) -> Decision:
 
 
 def _layer(layer: dict[str, Any]) -> Layer:
-    """A witness layer from its dict (biases, MATH.md §8.4, when the block has them)."""
+    """A witness layer from its dict (biases, docs/rules.md §8.4, when the block has them)."""
     exact = encode.map_layer(layer, Fraction)
 
     def bias(key: str) -> tuple[Fraction, ...] | None:

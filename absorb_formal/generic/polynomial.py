@@ -1,5 +1,5 @@
 """The generic engine for polynomial activations (identity, square, poly[...], bilinear):
-MATH.md §6, from the definitions alone.
+docs/rules.md §6, from the definitions alone.
 
 P(x) − B(x) = 0 for all x is the vanishing of every coefficient (in x) of the difference,
 a system of polynomial equations in the unknown plain weights. If its Gröbner basis is [1]
@@ -189,6 +189,6 @@ def value_of(entry: dict[str, Any]) -> sp.Expr:
 
 
 def sizes_ok(block: Block, width: int) -> bool:
-    """Every unknown counts, the comparator's biases too (MATH.md §8.4)."""
+    """Every unknown counts, the comparator's biases too (docs/rules.md §8.4)."""
     n = len(encode.flat_names(encode.block_names(block, width)))
     return n <= MAX_UNKNOWNS and properties(block.activation) is not None

@@ -6,6 +6,7 @@ Only the wording of a diagnostic changes; its position and the exit status stay 
 from __future__ import annotations
 
 import difflib
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -43,6 +44,8 @@ LOOKALIKES: dict[str, str] = {
     "'": "'\"' (ASCII double quote) around a file name or key",
     "\uff0c": "',' (ASCII comma)",
     "\uff1d": "'=' (ASCII equals sign)",
+    "\u00b2": "'^2' (a power of an activation is written relu^2)",
+    "\u00b3": "'^3' (a power of an activation is written relu^3)",
     "\u00bd": "1/2",
     "\u00bc": "1/4",
     "\u00be": "3/4",
@@ -63,6 +66,23 @@ def character_hint(char: str) -> str:
     if ord(char) < 128:
         return f"unexpected character {char!r}"
     return f"unexpected character {described}: spec files use ASCII outside comments and strings"
+
+
+def written_elsewhere(text: str, at: int) -> str | None:
+    """A hint for what other languages write where the lexer stopped at offset `at` of
+    `text`: `**` for a power (`relu**2`), lower-case `.t` or `.t()` / `.transpose()` for the
+    transpose; None when nothing of the kind is there."""
+    rest = text[at:at + 16]
+    if rest.startswith("**"):
+        return ("unexpected '**': a power of an activation is written with '^', as relu^2 "
+                "(the language has no '**')")
+    if rest.startswith("*"):
+        return "unexpected character '*': the language has no multiplication"
+    word = re.match(r"\.([A-Za-z_]\w*)(\(\))?", rest)
+    if word and word.group(1) in ("t", "transpose", "T"):
+        return (f"unexpected {word.group(0)!r}: the transpose is written '.T' (capital T, "
+                "no parentheses), after a matrix or load(...)")
+    return None
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

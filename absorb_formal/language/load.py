@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from ..activations import Activation
 from ..model import Query, Spec
 from .errors import Diagnostic, SpecError
 from .hints import did_you_mean
@@ -105,6 +106,14 @@ def load_text(text: str, path: str, folder: Path) -> Spec:
     outcomes, notes, slow = expectations(text, path)
     check_expectations(spec, outcomes, text)
     return replace(spec, expectations=outcomes, notes=notes, slow_lines=slow)
+
+
+def activation_named(name: str) -> Activation:
+    """The activation `activation NAME` declares in a block ("relu", "leaky_relu(1/100)",
+    "swiglu", ...); a name the language does not know is a SpecError."""
+    spec = load_text(f"block A {{ activation {name}  dim 1  width 1 }}", "<activation>",
+                     Path("."))
+    return spec.blocks["A"].activation
 
 
 def load_file(path: Path, shown: str | None = None) -> Spec:

@@ -1,4 +1,5 @@
-"""Exact rational literals (LANGUAGE.md, lexical rules): `0.1` is 1/10, never a binary float."""
+"""Exact rational literals (docs/language.md, "Lexical rules"): `0.1` is 1/10, never a binary
+float."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from lark.exceptions import (
 )
 
 from .errors import Diagnostic, SpecError
-from .hints import character_hint, did_you_mean, unclosed
+from .hints import character_hint, did_you_mean, unclosed, written_elsewhere
 from .numbers import NumberError, parse_rational
 from .syntax import (
     ActivationExpr,
@@ -221,13 +221,14 @@ def parse_text(text: str, path: str) -> SpecSyntax:
 def _describe(error: UnexpectedInput, text: str) -> tuple[Pos, str]:
     """A short, user-facing message for a lark syntax error, with a hint where one helps:
     the keyword a misspelt word is close to, the look-alike character pasted for an ASCII
-    one, the block (or layer) a missing '}' leaves open."""
+    one, what the language writes for another language's `**` or `.t`, the block (or
+    layer) a missing '}' leaves open."""
     if isinstance(error, UnexpectedEOF):
         return _end_of(text), _at_end(text, error.expected)
     if isinstance(error, UnexpectedCharacters):
         at = error.pos_in_stream or 0
         char = text[at] if at < len(text) else ""
-        return Pos(error.line, error.column), character_hint(char)
+        return Pos(error.line, error.column), written_elsewhere(text, at) or character_hint(char)
     assert isinstance(error, UnexpectedToken)
     token = error.token
     if token.type == "$END":

@@ -1,7 +1,7 @@
 """The syntax tree of a `.mlp` file: what was written, where, before any meaning is checked.
 
 Every node carries the `Pos` of its first character. Numbers are already exact
-`Fraction`s (LANGUAGE.md, lexical rules); everything else (integer fields, shapes,
+`Fraction`s (docs/language.md, "Lexical rules"); everything else (integer fields, shapes,
 names) is checked by `validate.py`.
 """
 
@@ -38,7 +38,7 @@ class MatrixLit:
 
 @dataclass(frozen=True)
 class VectorLit:
-    """`[1, 2/3, -0.5]`: a bias vector (MATH.md §8)."""
+    """`[1, 2/3, -0.5]`: a bias vector (docs/rules.md §8)."""
 
     values: tuple[Num, ...]
     pos: Pos

@@ -1,4 +1,4 @@
-"""Semantic checks (LANGUAGE.md, "Errors the language defines"): syntax tree → model.
+"""Semantic checks (docs/language.md, "Errors"): syntax tree → model.
 
 Every error found is collected with its position; if there is any, the file is not decided.
 """
@@ -35,7 +35,7 @@ from .syntax import (
 
 FAMILY_MODALITIES = ("never", "sometimes", "generically not", "always")
 MATRICES = ("up", "down", "gate")
-BIASES = ("up_bias", "gate_bias", "down_bias")  # MATH.md §8
+BIASES = ("up_bias", "gate_bias", "down_bias")  # docs/rules.md §8
 
 
 @dataclass
@@ -176,7 +176,7 @@ class Validator:
         """The layers' weights, or None for a family; errors for anything incomplete."""
         if not decl.weights and not decl.layers:
             return None
-        if _bias_only(decl):  # MATH.md §8: a family's biases are free, like its weights
+        if _bias_only(decl):  # docs/rules.md §8: a family's biases are free, like its weights
             first = next(w for w in _all_weights(decl) if w.name in BIASES)
             self.error(first.pos, f"'{first.name}' gives a bias value, but block "
                                   f"'{decl.name.text}' is a family (no weight matrices): "
@@ -264,7 +264,7 @@ class Validator:
     @staticmethod
     def biases(values: dict[str, Matrix | Vector | None], activation: acts.Activation,
                dim: int | None, width: int | None, biased: bool) -> dict[str, Vector | None]:
-        """A biased block's bias vectors, 0 where none is given (MATH.md §8); else None."""
+        """A biased block's bias vectors, 0 where none is given (docs/rules.md §8); else None."""
         if not biased or dim is None or width is None:
             return {}
         sizes = {"up_bias": width, "down_bias": dim}
@@ -330,7 +330,7 @@ class Validator:
         return False
 
     def bias(self, w: WeightDecl, length: int | None, described: str) -> Vector | None:
-        """A bias vector (MATH.md §8): a list, or a load of a 1-D (1×n, n×1) array."""
+        """A bias vector (docs/rules.md §8): a list, or a load of a 1-D (1×n, n×1) array."""
         value = w.value
         if isinstance(value, MatrixLit):
             self.error(value.pos, f"'{w.name}' is a vector: write [v1, v2, ...], got a "

@@ -75,7 +75,7 @@ def forward(block: FloatBlock, x: Any, sigma: Any, tensor: Any, scaled: bool) ->
             value = value + hidden @ part["down"].T
             if scaled:
                 size = size + hidden_size @ abs(part["down"]).T
-        if "down_bias" in layer:  # the output bias c (MATH.md §8), once per layer
+        if "down_bias" in layer:  # the output bias c (docs/rules.md §8), once per layer
             bias = tensor(layer["down_bias"])
             value = value + bias
             if scaled:
@@ -105,7 +105,7 @@ def _hidden(block: FloatBlock, part: dict[str, Any], x: Any, scale: Any, sigma: 
 
 
 def _affine(part: dict[str, Any], name: str, x: Any, scale: Any) -> tuple[Any, Any]:
-    """W x (+ its bias, MATH.md §8) and the size bound of its terms (None unscaled)."""
+    """W x (+ its bias, docs/rules.md §8) and the size bound of its terms (None unscaled)."""
     value = x @ part[name].T
     size = None if scale is None else scale @ abs(part[name]).T
     bias = part.get(name + "_bias")
@@ -174,7 +174,10 @@ class TorchBackend:
         raise BackendError(f"no torch formula for {kind}")
 
     def _tensor(self, a: np.ndarray) -> Any:
-        return self.torch.as_tensor(a, dtype=self.torch.float64, device=self.device)
+        # torch warns on a read-only array (weights read from a file are), even though
+        # nothing here writes to it; a copy is what it asks for
+        return self.torch.as_tensor(a if a.flags.writeable else a.copy(),
+                                    dtype=self.torch.float64, device=self.device)
 
     def _run(self, block: FloatBlock, x: np.ndarray, scaled: bool) -> tuple[Any, Any]:
         def sigma(z: Any) -> Any:

@@ -32,7 +32,7 @@ class OutOfRange(ValueError):
 class FloatBlock:
     """x ↦ S x + D σ(U x) (or gated) per layer; skip as c·I (matrix None) or a matrix.
 
-    A biased layer (MATH.md §8) also holds 1-D "up_bias", "gate_bias" (gated) and
+    A biased layer (docs/rules.md §8) also holds 1-D "up_bias", "gate_bias" (gated) and
     "down_bias": x ↦ S x + D σ(U x + b) + c."""
 
     scalar: Scalar
@@ -145,7 +145,7 @@ def _layer_from_json(layer: dict[str, Any], dim: int, memo: dict[str, float]
     for name in ("up", "gate"):
         if name in layer:
             converted[name] = _array([layer[name][j] for j in keep], dim, memo)
-    for name in ("up_bias", "gate_bias"):  # biased witnesses (MATH.md §8)
+    for name in ("up_bias", "gate_bias"):  # biased witnesses (docs/rules.md §8)
         if name in layer:
             converted[name] = np.array([_float(layer[name][j], memo) for j in keep],
                                        dtype=np.float64)

@@ -40,7 +40,7 @@ import numpy as np
 from .. import exactarray
 from ..language import onnx_file
 from ..language.arrays import Loaded
-from .found import FoundBlock, Skipped, TensorRef
+from .found import FoundBlock, ScanError, Skipped, TensorRef
 
 # π to 40 digits, as an interval (the gelu_tanh constant √(2/π) is tested against it)
 PI_LO = Fraction(31415926535897932384626433832795028841, 10**37)
@@ -605,8 +605,12 @@ def _well_formed(node: Any) -> bool:
 
 def find_blocks(path: Path) -> tuple[list[FoundBlock], list[Skipped]]:
     """Every MLP sublayer of the ONNX model at `path` (tensors referenced by initializer name,
-    `file` = the model's name), and what was passed over, with why."""
-    graph = Graph(Path(path))
+    `file` = the model's name), and what was passed over, with why. ScanError when the file
+    is no ONNX model (or the onnx package is missing)."""
+    try:
+        graph = Graph(Path(path))
+    except onnx_file.OnnxError as error:
+        raise ScanError(f"{path}: {error}") from None
     found: list[FoundBlock] = []
     skipped = [Skipped(node.name or node.op_type, f"a malformed {node.op_type} node "
                        f"({len(node.input)} inputs, {len(node.output)} outputs)")
