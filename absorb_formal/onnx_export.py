@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .language import SpecError
+from .language.load import activation_named
 from .language.onnx_file import OnnxError, onnx_module
 
 OPSET = 17
@@ -68,12 +70,10 @@ class _Graph:
 
 
 def _activation(name: str) -> Any:
-    from .build import BuildError, activation_named  # build imports export, which imports us
-
     try:
         return activation_named(name)
-    except BuildError as error:
-        raise OnnxExportError(str(error)) from None
+    except SpecError as error:
+        raise OnnxExportError(f"activation {name!r}: {error}") from None
 
 
 def _sigma(g: _Graph, scalar: Any, h: str) -> str:

@@ -22,8 +22,9 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import absorb_formal  # noqa: E402
 from absorb_formal import exactarray  # noqa: E402
-from absorb_formal.checker.files import FileError, read_array  # noqa: E402
-from absorb_formal.checker.files import sha256_file as checker_sha256  # noqa: E402
+from absorb_formal.checker.files import FileError  # noqa: E402
+from absorb_formal.checker.weights import read_array  # noqa: E402
+from absorb_formal.checker.weights import sha256_file as checker_sha256  # noqa: E402
 from absorb_formal.language.arrays import ArrayError, load_array  # noqa: E402
 from absorb_formal.proofs import sha256_file as prover_sha256  # noqa: E402
 

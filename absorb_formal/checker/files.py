@@ -8,10 +8,7 @@ mantissa and a power of two), so a value is exactly the dyadic rational its bits
   with `descr`, `fortran_order`, `shape`) is parsed here.
 - `.safetensors`: 8-byte little-endian header length, a JSON header, then raw data at the
   header's offsets.
-- `.onnx`: an initializer of the model's main graph (`onnx_file.py`; the protobuf is parsed
-  by the onnx package, the values decoded here). A model whose initializers keep data in
-  external files is hashed together with them (`sha256_file`), and its version (`version`)
-  covers them, so a changed external file makes a certificate stale.
+(ONNX models: `onnx_file.py`, which decodes with `decode` here; `weights.py` serves both.)
 
 Dtypes: float16, bfloat16, float32, float64, x86 80-bit extended (`<f16`, `<f12`), signed
 and unsigned integers of 1, 2, 4 or 8 bytes, bool. NaN and infinities are refused. A `<f16`
@@ -44,7 +41,7 @@ class FileError(ValueError):
     """A weight file the checker cannot read exactly; the message says why."""
 
 
-Stamp = tuple[int, ...]  # (size, mtime, ctime, inode, device) per file, concatenated
+Stamp = tuple[int, int, int, int, int]
 _HASHES: dict[str, tuple[Stamp, str]] = {}
 _HEADERS: dict[str, tuple[Stamp, Any, int]] = {}  # safetensors: parsed header, its length
 
@@ -57,64 +54,26 @@ def stamp(path: Path) -> Stamp:
 
 
 def settled(version: Stamp) -> bool:
-    """Last changed at least 2 s ago (every file of the version): where timestamps are coarse,
-    a same-size rewrite within one clock tick keeps the stamp, so a younger file is read
-    again every time."""
-    now = time.time_ns()
-    return all(now - ctime > 2_000_000_000 for ctime in version[2::5])
-
-
-def _externals(path: Path) -> list[tuple[str, Path]]:
-    """An ONNX model's external data files ([] for every other file)."""
-    if path.suffix.lower() != ".onnx":
-        return []
-    from .onnx_file import external_paths
-
-    main = stamp(path)
-    return external_paths(path, main, settled(main))
-
-
-def version(path: Path) -> Stamp:
-    """The file's stamp, then, for an ONNX model with external data, each external file's
-    (a missing one as -1s): what changes when any byte its arrays are read from does."""
-    out = stamp(path)
-    for _, external in _externals(path):
-        try:
-            out += stamp(external)
-        except OSError:
-            out += (-1,) * 5
-    return out
+    """Last changed at least 2 s ago: where timestamps are coarse, a same-size rewrite within
+    one clock tick keeps the stamp, so a younger file is read again every time."""
+    return time.time_ns() - version[2] > 2_000_000_000
 
 
 def sha256_file(path: Path) -> str:
     """SHA-256 of a file's bytes (streamed: weight files can be gigabytes), computed once per
-    version of the file (`version`): the certificates of one check share their weight files.
-
-    An ONNX model with external data: the SHA-256 of the text `onnx model with external
-    data`, `model HEX` (the model's bytes), then `external HEX LOCATION` for each external
-    file sorted by location, each line ending in a newline (the prover's `proofs.sha256_file`
-    writes the same)."""
-    before, name = version(path), str(path.resolve())
+    version of the file (`stamp`): the certificates of one check share their weight files."""
+    before, name = stamp(path), str(path.resolve())
     known = _HASHES.get(name)
     if known is not None and known[0] == before:
         return known[1]
-    externals = _externals(path)
-    digest = _bytes_sha256(path)
-    if externals:
-        lines = ["onnx model with external data", f"model {digest}"]
-        lines += [f"external {_bytes_sha256(file)} {location}" for location, file in externals]
-        digest = hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
-    if version(path) == before and settled(before):  # not changed while hashed, nor just before
-        _HASHES[name] = (before, digest)
-    return digest
-
-
-def _bytes_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as stream:
         for chunk in iter(lambda: stream.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if stamp(path) == before and settled(before):  # not changed while hashed, nor just before
+        _HASHES[name] = (before, digest)
+    return digest
 
 
 @dataclass(frozen=True)
@@ -431,19 +390,13 @@ def _whole_numbers(value: Any) -> bool:
 
 
 def read_array(path: Path, key: str) -> Dyadic:
-    """The array stored under `key` in a `.npz` or `.safetensors` file, or the initializer
-    `key` of an `.onnx` model, exactly."""
+    """The array stored under `key` in a `.npz` or `.safetensors` file, exactly."""
     if not path.is_file():
         raise FileError("does not exist")
     suffix = path.suffix.lower()
-    if suffix not in (".npz", ".safetensors", ".onnx"):
-        raise FileError("is not a .npz, .safetensors or .onnx file")
+    if suffix not in (".npz", ".safetensors"):
+        raise FileError("is neither a .npz nor a .safetensors file")
     try:
-        if suffix == ".onnx":
-            from .onnx_file import read
-
-            main = stamp(path)
-            return read(path, key, main, settled(main))
         return (_from_npz if suffix == ".npz" else _from_safetensors)(path, key)
     except FileError:
         raise

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import Dyadic, FileError, Stamp, read_array, sha256_file, version
+from .files import Dyadic, FileError
 from .modular import Layers
 from .source import (
     BlockSource,
@@ -35,6 +35,7 @@ from .source import (
     read_spec,
     skip_json,
 )
+from .weights import Version, read_array, sha256_file, version
 
 MAX_SHOWN = 60  # characters of a differing value shown in a message
 
@@ -96,7 +97,7 @@ class Reading:
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._arrays: dict[tuple[str, str], Dyadic] = {}
         self._hashes: dict[str, str | None] = {}
-        self._versions: dict[str, Stamp] = {}  # the version of each file that was hashed
+        self._versions: dict[str, Version] = {}  # the version of each file that was hashed
         self.error = ""
         self.source = SpecSource()
         try:
