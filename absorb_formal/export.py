@@ -11,7 +11,9 @@ rounding) and writes the arrays under the language's field names, so that a spec
   (docs/language.md numbers layers from 1).
 - `.safetensors`: F64, F32 or BF16 tensors; the record below in `__metadata__` (a map of
   strings). `.npz`: float64 or float32 arrays; the record as a JSON string in the 0-d array
-  `__absorb_formal__`. NumPy has no bfloat16, so `--dtype bfloat16` needs `.safetensors`.
+  `__absorb_formal__`. NumPy has no bfloat16, so `--dtype bfloat16` needs `.safetensors`
+  or `.onnx`. `.onnx`: the plain block as a graph (`onnx_export.py`), the arrays as its
+  initializers, the record as its metadata_props.
 
 The record (all values strings): format, spec, spec_sha256, block, activation, depth, dim,
 width (the exported hidden width), claim_width, statement, method, certificate_sha256 (of the
@@ -56,7 +58,7 @@ from .numeric.floatblock import FloatBlock, OutOfRange, from_block
 FORMAT = "absorb_formal export 1"
 META_KEY = "__absorb_formal__"
 DTYPES = ("float64", "float32", "bfloat16")
-SUFFIXES = (".npz", ".safetensors")
+SUFFIXES = (".npz", ".safetensors", ".onnx")
 DEFAULT_POINTS = 10_000
 FIELDS = ("up", "gate", "down", "up_bias", "gate_bias", "down_bias")
 
@@ -374,7 +376,14 @@ def check_out(out: Path, dtype: str, force: bool) -> str:
         raise ExportError(f"unknown --dtype {dtype!r} (known: {', '.join(DTYPES)})")
     suffix = out.suffix.lower()
     if suffix not in SUFFIXES:
-        raise ExportError(f"{out}: the output must end in .npz or .safetensors")
+        raise ExportError(f"{out}: the output must end in .npz, .safetensors or .onnx")
+    if suffix == ".onnx":
+        from .onnx_export import OnnxExportError, onnx_package
+
+        try:
+            onnx_package()  # before any work is done
+        except OnnxExportError as error:
+            raise ExportError(f"{out}: {error}") from None
     if suffix == ".npz" and dtype == "bfloat16":
         raise ExportError(f"{out}: NumPy has no bfloat16 type; write bfloat16 to a "
                           ".safetensors file")
@@ -394,6 +403,14 @@ def write_arrays(out: Path, arrays: dict[str, np.ndarray], metadata: dict[str, s
     if out.suffix.lower() == ".npz":
         members: dict[str, Any] = {**arrays, META_KEY: np.array(json.dumps(metadata))}
         write_new(out, lambda stream: np.savez(stream, **members), force)
+    elif out.suffix.lower() == ".onnx":
+        from .onnx_export import OnnxExportError, onnx_bytes
+
+        try:
+            data = onnx_bytes(arrays, metadata)
+        except OnnxExportError as error:
+            raise ExportError(f"{out}: {error}") from None
+        write_new(out, lambda stream: stream.write(data), force)
     else:
         write_new(out, lambda stream: _write_safetensors(stream, arrays, metadata), force)
 
@@ -465,6 +482,10 @@ def _record(path: Path) -> dict[str, str]:
             with open(path, "rb") as stream, np.load(stream, allow_pickle=False) as archive:
                 record = json.loads(str(archive[META_KEY])) if META_KEY in archive.files \
                     else None
+        elif path.suffix.lower() == ".onnx":
+            from .onnx_export import onnx_record
+
+            record = onnx_record(path)
         else:
             with open(path, "rb") as stream:
                 size = int.from_bytes(stream.read(8), "little")

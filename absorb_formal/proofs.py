@@ -9,7 +9,8 @@ Where the evidence comes from (format 2):
   file (POSIX, `..` allowed), so `check` finds it from any working directory and the same
   spec certified to the same place always gives the same bytes; SHA-256 of its bytes.
 - `files`: `{FILE: sha256}` for every weight file the claim's blocks `load(...)`, FILE as
-  written in the spec (relative to the spec's folder).
+  written in the spec (relative to the spec's folder). An ONNX model whose initializers keep
+  data in external files has one digest for all its files (`sha256_file`).
 - a block beyond the exact-work limit (`MAX_EXACT_WEIGHTS`) stores, instead of its weights,
   `layers = {"weights": COUNT, "sources": [per layer {NAME: SOURCE}]}` with SOURCE
   `{"literal": true}` (the checker reads it from the spec) or
@@ -29,7 +30,7 @@ from typing import Any
 
 from . import certificates as cert
 from .decide.concrete import MAX_EXACT_WEIGHTS, weight_count
-from .language.arrays import settled, stamp
+from .language.arrays import external_files, settled, version
 from .language.parse import parse_text
 from .language.syntax import BlockDecl, LoadExpr, MatrixLit, SpecSyntax, VectorLit, WeightDecl
 from .model import Block, Claim, Spec
@@ -44,16 +45,34 @@ os.umask(_UMASK)
 def sha256_file(path: Path) -> str:
     """SHA-256 of a file's bytes; cached per version of the file (size, mtime, ctime, inode,
     device, as `load` reads it), once it has settled: a run certifies many claims over the
-    same weight files."""
-    version = stamp(path)
-    if not settled(version):
-        return _sha256.__wrapped__((str(path.resolve()), version))
-    return _sha256((str(path.resolve()), version))
+    same weight files.
+
+    An ONNX model with external data depends on more files than its own: its digest is then
+    the SHA-256 of the text `onnx model with external data` and one line per file —
+    `model HEX` for the model's bytes, then `external HEX LOCATION` for each external file,
+    sorted by location (as the model writes it) — each line ending in a newline. So a change
+    to any of them makes a certificate stale. The checker computes the same text itself."""
+    try:
+        now = version(path)
+    except ValueError as error:  # a model that no longer parses (ArrayError, OnnxError)
+        raise OSError(str(error)) from None
+    if not settled(now):
+        return _sha256.__wrapped__((str(path.resolve()), now))
+    return _sha256((str(path.resolve()), now))
 
 
 @functools.lru_cache(maxsize=64)
 def _sha256(key: tuple[str, tuple[int, ...]]) -> str:
     path = Path(key[0])
+    externals = external_files(path)
+    if not externals:
+        return _bytes_sha256(path)
+    lines = ["onnx model with external data", f"model {_bytes_sha256(path)}"]
+    lines += [f"external {_bytes_sha256(file)} {location}" for location, file in externals]
+    return hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()
+
+
+def _bytes_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as stream:
         for chunk in iter(lambda: stream.read(1 << 20), b""):

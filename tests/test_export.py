@@ -288,7 +288,7 @@ def test_refusals(cli, spec, tmp_path, args, code, words):
 
 
 @pytest.mark.parametrize(("out", "extra", "words"), [
-    ("x.txt", (), "must end in .npz or .safetensors"),
+    ("x.txt", (), "must end in .npz, .safetensors or .onnx"),
     ("x.npz", ("--dtype", "bfloat16"), "NumPy has no bfloat16"),
     ("missing/x.npz", (), "no such folder"),
 ])

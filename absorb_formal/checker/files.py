@@ -8,6 +8,7 @@ mantissa and a power of two), so a value is exactly the dyadic rational its bits
   with `descr`, `fortran_order`, `shape`) is parsed here.
 - `.safetensors`: 8-byte little-endian header length, a JSON header, then raw data at the
   header's offsets.
+(ONNX models: `onnx_file.py`, which decodes with `decode` here; `weights.py` serves both.)
 
 Dtypes: float16, bfloat16, float32, float64, x86 80-bit extended (`<f16`, `<f12`), signed
 and unsigned integers of 1, 2, 4 or 8 bytes, bool. NaN and infinities are refused. A `<f16`

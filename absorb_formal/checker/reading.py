@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import Dyadic, FileError, Stamp, read_array, sha256_file, stamp
+from .files import Dyadic, FileError
 from .modular import Layers
 from .source import (
     BlockSource,
@@ -35,6 +35,7 @@ from .source import (
     read_spec,
     skip_json,
 )
+from .weights import Version, read_array, sha256_file, version
 
 MAX_SHOWN = 60  # characters of a differing value shown in a message
 
@@ -96,7 +97,7 @@ class Reading:
         self.sha256 = hashlib.sha256(data).hexdigest()
         self._arrays: dict[tuple[str, str], Dyadic] = {}
         self._hashes: dict[str, str | None] = {}
-        self._versions: dict[str, Stamp] = {}  # the version of each file that was hashed
+        self._versions: dict[str, Version] = {}  # the version of each file that was hashed
         self.error = ""
         self.source = SpecSource()
         try:
@@ -115,9 +116,11 @@ class Reading:
             self._hashes[file] = None
             if path.is_file():
                 try:
-                    self._versions[file] = stamp(path)
+                    self._versions[file] = version(path)
                     self._hashes[file] = sha256_file(path)
-                    changed = stamp(path) != self._versions[file]
+                    changed = version(path) != self._versions[file]
+                except FileError as error:
+                    raise Stale(f"weight file {file!r} {error}") from None
                 except OSError as error:
                     raise Stale(f"weight file {file!r} cannot be read ({error})") from None
                 if changed:
@@ -131,7 +134,7 @@ class Reading:
             path = self.folder / value.file
             try:
                 self._arrays[(value.file, value.key)] = read_array(path, value.key)
-                now = stamp(path)
+                now = version(path)
             except FileError as error:
                 raise Stale(f"{where}: {value.file!r} (key {value.key!r}) {error}") from None
             except OSError as error:

@@ -1,10 +1,11 @@
-"""`load("file", "key")`: read one matrix (or, for a bias, one vector) from a NumPy `.npz`
-or a `.safetensors` file.
+"""`load("file", "key")`: read one matrix (or, for a bias, one vector) from a NumPy `.npz`,
+a `.safetensors` file or an ONNX model's initializer (`onnx_file.py`).
 
 Values are kept exact: a float array is the dyadic rationals its bits denote (float16,
 bfloat16 and float32 widen to float64 without rounding). The safetensors format (8-byte
 little-endian header length, JSON header, raw little-endian data) is read directly, so no
-extra dependency is needed and a malformed file gives a clear message, not a crash.
+extra dependency is needed and a malformed file gives a clear message, not a crash. ONNX
+models are parsed by the onnx package (an optional extra).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from . import onnx_file
+from .onnx_file import OnnxError
 
 
 class ArrayError(ValueError):
@@ -79,12 +83,15 @@ def load_array(path: Path, key: str, vector: bool = False) -> Loaded:
     if not path.is_file():
         raise ArrayError(f"cannot load: file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
-    if suffix not in (".npz", ".safetensors"):
-        raise ArrayError(f"cannot load {path.name!r}: expected a .npz or .safetensors file")
+    if suffix not in READERS:
+        raise ArrayError(f"cannot load {path.name!r}: expected a .npz, .safetensors or .onnx "
+                         "file")
     try:
-        loaded = _cached(path, key, _from_npz if suffix == ".npz" else _from_safetensors)
+        loaded = _cached(path, key, READERS[suffix])
     except ArrayError:
         raise
+    except OnnxError as error:
+        raise ArrayError(str(error)) from None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
         raise ArrayError(f"cannot read {path.name!r}: {error}") from None
     except (TypeError, NotImplementedError):  # np.load on a .npy named .npz, or a zip whose
@@ -131,7 +138,7 @@ def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
 
 # ---- one read per file version ----------------------------------------------------------------
 
-Stamp = tuple[int, int, int, int, int]
+Stamp = tuple[int, ...]  # (size, mtime, ctime, inode, device) per file read, concatenated
 # (path, stamp, key) -> the checked bits; weak: an array lives as long as a Matrix holds it,
 # so that one spec loading the same key twice (or `load(...)` and `load(...).T`) reads it once.
 _ARRAYS: weakref.WeakValueDictionary[tuple[str, Stamp, str], np.ndarray] = \
@@ -147,23 +154,48 @@ def stamp(path: Path) -> Stamp:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
+def version(path: Path) -> Stamp:
+    """`stamp(path)`, followed for an ONNX model with external data by the stamp of each
+    external file (in `external_files` order; a missing one as -1s): what changes when any
+    byte that the model's initializers are read from does."""
+    out = stamp(path)
+    for _, external in external_files(path):
+        try:
+            out += stamp(external)
+        except OSError:
+            out += (-1,) * 5
+    return out
+
+
+def external_files(path: Path) -> list[tuple[str, Path]]:
+    """(location as the model writes it, path) of every external data file of an ONNX
+    model's initializers, sorted by location; [] for every other file."""
+    if path.suffix.lower() != ".onnx":
+        return []
+    model = _onnx_model(path, stamp(path))
+    return [(location, onnx_file.external_path(path.parent, location, path.name, ""))
+            for location in model.externals]
+
+
 SETTLED_NS = 2_000_000_000
 
 
 def settled(before: Stamp) -> bool:
-    """A file last changed at least 2 s ago: where timestamps are coarse (a few ms per tick),
-    a same-size rewrite within one tick keeps its stamp, so a younger file is never cached."""
-    return time.time_ns() - before[2] > SETTLED_NS
+    """Every file of a version last changed at least 2 s ago: where timestamps are coarse (a
+    few ms per tick), a same-size rewrite within one tick keeps its stamp, so a younger file
+    is never cached."""
+    now = time.time_ns()
+    return all(now - ctime > SETTLED_NS for ctime in before[2::5])
 
 
 def _cached(path: Path, key: str, read: Any) -> Loaded:
-    before = stamp(path)
+    before = version(path)
     name = (str(path.resolve()), before, key)
     found = _ARRAYS.get(name)
     if found is not None:
         return Loaded(found, _KINDS[name])
     loaded = read(path, key, before)
-    if stamp(path) == before and settled(before):  # not changed while read: serve it again
+    if version(path) == before and settled(before):  # not changed while read: serve it again
         loaded.bits.flags.writeable = False  # shared: nobody may change it
         _ARRAYS[name] = loaded.bits
         _KINDS[name] = loaded.kind
@@ -343,6 +375,31 @@ def _safetensors_entry(entry: dict[str, Any], key: str, data_size: int
         raise ArrayError(f"tensor {key!r} has corrupt data offsets")
     return dtype, shape, start, end
 
+
+def _onnx_model(path: Path, version: Stamp) -> onnx_file.Model:
+    """The parsed model, kept for one file version at a time (a model can be large; a spec
+    loads many initializers of one model)."""
+    name = str(path.resolve())
+    known = _ONNX.get(name)
+    if known is not None and known[0] == version:
+        return known[1]
+    model = onnx_file.parse(path)
+    if settled(version):
+        _ONNX.clear()
+        _ONNX[name] = (version, model)
+    return model
+
+
+_ONNX: dict[str, tuple[Stamp, onnx_file.Model]] = {}
+
+
+def _from_onnx(path: Path, key: str, version: Stamp) -> Loaded:
+    model = _onnx_model(path, version[:5])
+    bits, kind = onnx_file.tensor_bits(onnx_file.tensor_of(model, key), model)
+    return Loaded(bits, kind)
+
+
+READERS = {".npz": _from_npz, ".safetensors": _from_safetensors, ".onnx": _from_onnx}
 
 # IEEE formats: the exponent field's mask, all ones for NaN and the infinities.
 _EXPONENT = {("bf16", 2): 0x7F80, ("f", 2): 0x7C00, ("f", 4): 0x7F80_0000,
