@@ -277,7 +277,6 @@ def test_loaded_arrays_are_rounded_without_fractions():
     (("Nope",), 2, "no block named 'Nope'"),
     (("F",), 2, "family"),
     (("S", "--width", "2"), 2, "unknown"),
-    (("S",), 2, "minimal width of S is unknown"),
 ])
 def test_refusals(cli, spec, tmp_path, args, code, words):
     run = cli("export", spec, *args, "--out", tmp_path / "x.npz")
@@ -285,6 +284,18 @@ def test_refusals(cli, spec, tmp_path, args, code, words):
     assert "error: " in run.err and words in run.err
     assert "Traceback" not in run.err
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_a_stack_exports_at_the_least_width_proved_absorbable(cli, spec, tmp_path):
+    """S (depth 2) has proved min-width bounds since the stack rules (docs/rules.md §9, §5):
+    export without --width writes the witness at the upper bound, and says so."""
+    asked = tmp_path / "q.mlp"
+    asked.write_text(SPEC + "query S\n", encoding="utf-8")
+    query = cli("--json", asked).json()["files"][0]["results"]
+    found = next(r for r in query if r["statement"] == "query S")
+    width = found["min_width"] or found["min_width_bounds"][1]
+    run = cli("export", spec, "S", "--out", tmp_path / "x.npz")
+    assert run.code == 0 and f"S is absorbable at width {width}" in run.out, run.err
 
 
 @pytest.mark.parametrize(("out", "extra", "words"), [

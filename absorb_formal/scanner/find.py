@@ -388,13 +388,8 @@ def find_blocks(checkpoint: Checkpoint, activation: str | None
                 ) -> tuple[list[FoundBlock], list[Skipped]]:
     """The MLP sublayers of a checkpoint: by naming convention, or by graph pattern (ONNX)."""
     if checkpoint.kind == "onnx":
-        try:
-            import importlib
+        from . import onnx_graph  # says when the optional onnx package is missing
 
-            onnx_graph: Any = importlib.import_module(f"{__package__}.onnx_graph")
-        except ImportError as error:
-            raise ScanError(f"{checkpoint.path}: ONNX needs the optional onnx package "
-                            f"(pip install 'absorb_formal[onnx]'): {error}") from None
         found, skipped = onnx_graph.find_blocks(checkpoint.path)
         if activation is not None:
             found = [_with_activation(b, activation) for b in found]
