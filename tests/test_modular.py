@@ -123,6 +123,11 @@ def test_a_rounding_loader_in_the_prover_is_caught_on_a_large_block(tmp_path, cl
     ("prime", PRIME - 1, "not an odd prime"),
     ("rows", [0, 0, 1], "distinct coordinates"),
     ("rule", "§4 something else", "generic case"),
+    ("minor_primes", [2_097_133], "largest primes below"),
+    ("minor_primes", [], "largest primes below"),
+    ("minor_primes", [2_097_143, 2_097_133], "is not 0 mod 2097143"),
+    ("minor_primes", [2_097_144], "largest primes below"),
+    ("minor_primes", [2**31 - 1], "largest primes below"),
 ])
 def test_corrupted_modular_certificates_are_rejected(certified, field, value, reason):
     path, doc = certified
@@ -201,3 +206,36 @@ def test_vectorised_residues_are_the_exact_ones(values):
             for x in values]
     assert got == want
 
+
+
+def test_the_certificate_records_the_minor_primes(certified):
+    _, doc = certified
+    cert = doc["certificate"]
+    assert cert["minor_primes"] == [2_097_143] and cert["prime"] == PRIME
+    assert 0 < cert["det_mod_p"] < 2_097_143
+
+
+def test_a_minor_zero_mod_the_first_prime_is_tried_mod_the_next(certified, monkeypatch):
+    """A false zero mod the first prime (forced here) sends the prover to the second; the
+    certificate lists both and the checker recomputes the minor mod each: 0 mod the first
+    is then required, and fails for these weights (their minor is not 0 mod it)."""
+    from absorb_formal.checker import modlu
+    from absorb_formal.decide import modular
+
+    path, doc = certified
+    first, second = modlu.primes(2)
+    real = modlu.det_auto
+    monkeypatch.setattr(modlu, "det_auto",
+                        lambda work, p: 0 if p == first else real(work, p))
+    spec = path.parent.parent / "big.mlp"
+    from absorb_formal.language import load_file
+
+    block = load_file(spec).blocks["Big"]
+    found = modular.decide(block, block.width, True)
+    assert found is not None and found.certificate["minor_primes"] == [first, second]
+    monkeypatch.setattr(modlu, "det_auto", real)
+    broken = copy.deepcopy(doc)
+    broken["certificate"].update(minor_primes=[first, second],
+                                 det_mod_p=found.certificate["det_mod_p"])
+    verdict = verify(broken, _exact(path, doc))
+    assert verdict.status == "invalid" and f"not 0 mod {first}" in verdict.reason
