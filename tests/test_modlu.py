@@ -29,7 +29,11 @@ def flint_rank(a: np.ndarray, p: int) -> int:
 
 
 def test_the_primes_are_the_largest_below_2_21_and_usable():
-    assert P21 == [2_097_143, 2_097_133]
+    from absorb_formal.decide.modular import MINOR_PRIMES
+    from absorb_formal.decide.modular import modlu as loaded
+
+    assert P21 == [2_097_143, 2_097_133] == MINOR_PRIMES
+    assert loaded() is modlu  # the prover's path import and the checker's are one module
     assert modlu.inner_limit(P21[0]) == 2048
     assert all(modlu.usable(p) for p in P21)
     assert modlu.is_prime(P_SMALL_LIMIT) and modlu.inner_limit(P_SMALL_LIMIT) == 20

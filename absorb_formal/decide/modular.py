@@ -22,13 +22,16 @@ unchanged and the biases never enter the minor.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from fractions import Fraction
 from math import isqrt
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 from .. import linalg
-from ..checker import modlu
 from ..model import Block, Matrix
 from .canonical import ridge
 from .decision import Decision
@@ -41,8 +44,25 @@ PRIME = 67_108_859
 # (checker/modlu.py: k·(p−1)² < 2^53 for products of inner dimension k ≤ 2,048). A minor that
 # is 0 mod the first is tried mod the next (a false zero has probability about 1/p); the
 # primes tried are recorded, and the checker recomputes the determinant mod each.
-MINOR_PRIMES = modlu.primes(2)
+MINOR_PRIMES = [2_097_143, 2_097_133]  # = modlu.primes(2) (tests/test_modlu.py)
 GRID_OFFSETS = 3
+
+
+def modlu() -> ModuleType:
+    """checker/modlu.py, the exact LU both sides share, loaded by its path: importing it
+    through the `checker` package would run the checker's __init__, whose imports (sympy,
+    z3) cost about half a second that the prover does not need. Registered under its own
+    name, so the checker, when imported later, finds and uses this same module."""
+    name = "absorb_formal.checker.modlu"
+    found = sys.modules.get(name)
+    if found is None:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).resolve().parent.parent / "checker" / "modlu.py")
+        assert spec is not None and spec.loader is not None
+        found = importlib.util.module_from_spec(spec)
+        sys.modules[name] = found
+        spec.loader.exec_module(found)
+    return found
 
 
 def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
@@ -112,5 +132,6 @@ def _minor(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_: list
     skip = _skip_residues(block, rows_, cols_, p)
     if d_res is None or u_res is None or skip is None:
         return None
-    work = modlu.product_minor(d_res, u_res, r_pos, c_pos, skip[r_pos, c_pos], p)
-    return modlu.det_auto(work, p)
+    lu = modlu()
+    work = lu.product_minor(d_res, u_res, r_pos, c_pos, skip[r_pos, c_pos], p)
+    return lu.det_auto(work, p)
