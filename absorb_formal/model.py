@@ -66,6 +66,11 @@ class Matrix:
             self._given, self._lazy = self._lazy.array(), None
         return self._given
 
+    @property
+    def loaded(self) -> np.ndarray | None:
+        """The loaded array as its values (None for literal rows), for exact comparisons."""
+        return self._array
+
     @functools.cached_property
     def rows(self) -> tuple[Vector, ...]:
         """The exact entries, row by row (a loaded array: the rationals its bits denote)."""

@@ -239,3 +239,33 @@ def test_a_minor_zero_mod_the_first_prime_is_tried_mod_the_next(certified, monke
                                  det_mod_p=found.certificate["det_mod_p"])
     verdict = verify(broken, _exact(path, doc))
     assert verdict.status == "invalid" and f"not 0 mod {first}" in verdict.reason
+
+
+def test_claims_queries_and_repeated_loads_share_one_determinant(tmp_path, monkeypatch):
+    """The residues and the minor are computed once per block's values (decide/large.py):
+    a second claim, a query's min-width bounds and the same spec loaded again reuse them; a
+    block with one weight changed does not."""
+    from absorb_formal.checker import modlu
+    from absorb_formal.decide import large
+    from absorb_formal.language import load_file
+
+    monkeypatch.setattr(large, "_RECENT", [])
+    spec = big(tmp_path, seed=5)
+    calls = []
+    real = modlu.det_auto
+    monkeypatch.setattr(modlu, "det_auto", lambda work, p: calls.append(p) or real(work, p))
+    block = load_file(spec).blocks["Big"]
+    first = large.decide(block, block.width)
+    assert len(calls) == 1 and first.absorbable is False
+    large.bounds(block)
+    again = load_file(spec).blocks["Big"]  # another object, the same values
+    assert again is not block and large.decide(again, again.width) == first
+    assert len(calls) == 1
+    with np.load(tmp_path / "w.npz") as z:
+        up, down = z["up"].copy(), z["down"].copy()
+    down[3, 4] = np.float32(0.5)
+    np.savez(tmp_path / "w2.npz", up=up, down=down)
+    (tmp_path / "other.mlp").write_text(spec.read_text().replace("w.npz", "w2.npz"))
+    changed = load_file(tmp_path / "other.mlp").blocks["Big"]
+    large.decide(changed, changed.width)
+    assert len(calls) == 2
