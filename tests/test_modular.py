@@ -269,3 +269,25 @@ def test_claims_queries_and_repeated_loads_share_one_determinant(tmp_path, monke
     changed = load_file(tmp_path / "other.mlp").blocks["Big"]
     large.decide(changed, changed.width)
     assert len(calls) == 2
+
+
+def test_a_minor_too_big_for_the_memory_left_is_an_honest_unknown(tmp_path, cli, monkeypatch):
+    from absorb_formal.checker import modlu
+    from absorb_formal.decide import large
+
+    monkeypatch.setattr(large, "_RECENT", [])
+    monkeypatch.chdir(tmp_path)
+    spec = big(tmp_path, seed=9)
+    monkeypatch.setattr(modlu, "bytes_available", lambda: 10 << 20)
+    run = cli("--crosscheck", "0", "--json", spec.name)
+    [result] = run.json()["files"][0]["results"]
+    assert result["outcome"] == "unknown" and "GiB are available" in result["reason"]
+    assert modlu.bytes_needed(M + 1) > 10 << 20
+
+
+def test_the_memory_left_is_read_on_this_machine():
+    from absorb_formal.checker import modlu
+
+    have = modlu.bytes_available()
+    assert have is None or have > 0
+    assert modlu.bytes_needed(3073) < 2**30 < modlu.bytes_needed(16385) < 3 * 2**30

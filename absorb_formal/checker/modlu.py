@@ -289,6 +289,45 @@ def rank_mod(matrix: Any, p: int) -> int:
     return len(_factor(work, p, _Numpy, False)[0])
 
 
+def bytes_needed(n: int) -> int:
+    """Memory for the determinant of order n: the float64 matrix, one band of a product and
+    of a row permutation, and a margin for the arrays the minor is built from."""
+    return 8 * n * n + 8 * ROWS_PER_PRODUCT * n + 8 * (1 << 22) * 3 + (64 << 20)
+
+
+def bytes_available() -> int | None:
+    """Memory this process may still take: MemAvailable (Linux), lowered by a cgroup limit
+    and by RLIMIT_AS where set; None where none of these can be read."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as stream:
+            for line in stream:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as stream:
+            limit = stream.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as stream:
+            current = int(stream.read().strip())
+        if limit != "max":
+            found.append(int(limit) - current)
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm", encoding="ascii") as stream:
+                size = int(stream.read().split()[0]) * resource.getpagesize()
+            found.append(soft - size)
+    except (OSError, ValueError, ImportError):
+        pass
+    return min(found) if found else None
+
+
 def product_minor(left: np.ndarray, right: np.ndarray, row_pos: np.ndarray,
                   col_pos: np.ndarray, last: np.ndarray, p: int) -> np.ndarray:
     """The (m+1)×(m+1) matrix M[t, i] = left[row_pos[t], i]·right[i, col_pos[t]] mod p

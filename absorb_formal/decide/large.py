@@ -431,7 +431,7 @@ def decide(block: Block, size: int) -> Decision:
     modular rank), proved at m + 2·rank S and above, else undecided."""
     assert block.layers is not None and applies(block)
     keys, own = _analysed(block, size == block.width)
-    if size == block.width and own is not None:
+    if size == block.width and own is not None and own.absorbable is False:
         return own
     if keys is not None and size < keys.live:
         return Decision(False, METHOD, key_count_certificate(keys, size),
@@ -441,6 +441,8 @@ def decide(block: Block, size: int) -> Decision:
         return Decision(True, METHOD, spare_certificate(block),
                         detail=f"the block's {block.width} neurons + {hi - block.width} in "
                                "spare pairs")
+    if size == block.width and own is not None:
+        return own  # undecided, saying why (e.g. the minor does not fit in memory)
     lo = keys.live if keys is not None else 0
     return undecided(f"a large block: width {size} lies between the live-key count {lo} and "
                      f"the spare-pair construction's {hi} (docs/rules.md §4), where only the exact "
@@ -478,7 +480,7 @@ def bounds(block: Block) -> Bounds:
     assert block.layers is not None and applies(block)
     keys, own = _analysed(block, True)
     lo, below = 1, None
-    if own is not None:
+    if own is not None and own.absorbable is False:
         lo, below = block.width + 1, own.certificate
     elif keys is not None and keys.live > 1:
         lo, below = keys.live, key_count_certificate(keys, keys.live - 1)

@@ -34,7 +34,7 @@ import numpy as np
 from .. import linalg
 from ..model import Block, Matrix
 from .canonical import ridge
-from .decision import Decision
+from .decision import Decision, undecided
 
 METHOD = "§4 generic case + modular rank"
 # The keys' prime (large.key_classes): below 2^26, so that no mantissa of a bf16, fp16 or fp32
@@ -66,8 +66,9 @@ def modlu() -> ModuleType:
 
 
 def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
-    """Not absorbable at the block's own width, by the modular-rank certificate, or None.
-    `distinct_keys`: every row of U is non-zero and alone on its key (shown mod PRIME)."""
+    """Not absorbable at the block's own width, by the modular-rank certificate, or None;
+    undecided, saying why, when the minor would not fit in the memory left (never killed for
+    want of memory). `distinct_keys`: every row of U is non-zero and alone on its key."""
     if (not distinct_keys or block.depth != 1 or size != block.width or block.layers is None
             or block.activation.gated or ridge(block.activation) is None):
         return None
@@ -76,6 +77,11 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
     k = isqrt(m) + 1  # ⌈√(m+1)⌉
     if k > d:
         return None  # m + 1 > d²: the terms and S cannot be independent
+    need, have = modlu().bytes_needed(m + 1), modlu().bytes_available()
+    if have is not None and need > have:
+        return undecided(f"the modular-rank minor of order {m + 1} needs about "
+                         f"{need / 2**30:.1f} GiB and {max(have, 0) / 2**30:.1f} GiB are "
+                         "available: not attempted (docs/rules.md, modular rank)")
     for offset in range(GRID_OFFSETS):
         rows_, cols_ = _grid(offset, k, d)
         tried: list[int] = []
