@@ -89,7 +89,11 @@ class Matrix:
         """The submatrix rows × cols mod p (int64), from the exact values; None when p divides
         a denominator. Exact work on large blocks reads only this (MATH.md §7, modular rank)."""
         if self._array is not None:
-            return exactarray.residues(self._array[np.ix_(list(rows), list(cols))], p)
+            rows, cols = list(rows), list(cols)
+            whole = len(rows) == self.shape[0] and rows == list(range(self.shape[0]))
+            if whole and cols == list(range(self.shape[1])):
+                return exactarray.residues(self._array, p)  # no copy of the whole array
+            return exactarray.residues(self._array[np.ix_(rows, cols)], p)
         grid = [[linalg.residue(self.rows[r][c], p) for c in cols] for r in rows]
         if any(v is None for row in grid for v in row):
             return None

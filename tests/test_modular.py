@@ -291,3 +291,18 @@ def test_the_memory_left_is_read_on_this_machine():
     have = modlu.bytes_available()
     assert have is None or have > 0
     assert modlu.bytes_needed(3073) < 2**30 < modlu.bytes_needed(16385) < 3 * 2**30
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_residues_in_bands_are_the_residues_of_the_whole(dtype, monkeypatch):
+    from absorb_formal import exactarray
+
+    rng = np.random.default_rng(4)
+    array = (rng.standard_normal((37, 29)) * 1000).astype(dtype)
+    whole = exactarray.residues(array, PRIME)
+    monkeypatch.setattr(exactarray, "BAND", 100)  # bands of 3 rows
+    assert np.array_equal(exactarray.residues(array, PRIME), whole)
+    assert np.array_equal(exactarray.residues(array.T, PRIME), whole.T)
+    want = [[Fraction(v).numerator * pow(Fraction(v).denominator, -1, PRIME) % PRIME
+             for v in row] for row in array.astype(np.float64).tolist()]
+    assert whole.tolist() == want
