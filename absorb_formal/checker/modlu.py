@@ -105,6 +105,17 @@ class _Numpy:
         return a @ b
 
     @staticmethod
+    def sub_product(c: Any, a: Any, b: Any, p: int) -> None:
+        """c ← c − a·b, reduced, through one scratch buffer (no fresh temporaries)."""
+        work = _scratch(*c.shape)
+        np.matmul(a, b, out=work)
+        np.subtract(c, work, out=c)
+        np.multiply(c, 1.0 / p, out=work)
+        np.rint(work, out=work)
+        work *= p
+        c -= work
+
+    @staticmethod
     def first_nonzero(column: Any) -> int | None:
         found = np.flatnonzero(column)
         return int(found[0]) if found.size else None
@@ -133,9 +144,19 @@ class _Numpy:
         return [int(x) for x in v.tolist()]
 
 
+_SCRATCH: list[Any] = []  # one reusable buffer: no page faults from fresh temporaries
+
+
+def _scratch(rows: int, cols: int) -> Any:
+    size = rows * cols
+    if not _SCRATCH or _SCRATCH[0].size < size:
+        _SCRATCH[:] = [np.empty(max(size, 1 << 16))]
+    return _SCRATCH[0][:size].reshape(rows, cols)
+
+
 def _sub_product(c: Any, a: Any, b: Any, p: int, xp: Any) -> None:
-    """c ← (c − a·b) mod p in place; entries of a, b, c in [0, p). The inner dimension is cut
-    into pieces of at most inner_limit(p), each product exact (see the module's docstring)."""
+    """c ← (c − a·b) mod p in place; entries of a, b, c of magnitude < p. The inner dimension
+    is cut into pieces of at most inner_limit(p), each product exact (module docstring)."""
     k = a.shape[1]
     if k == 0:
         return
@@ -144,9 +165,7 @@ def _sub_product(c: Any, a: Any, b: Any, p: int, xp: Any) -> None:
     for row in range(0, c.shape[0], ROWS_PER_PRODUCT):
         rows = slice(row, row + ROWS_PER_PRODUCT)
         for start in range(0, k, piece):
-            part = xp.product(a[rows, start:start + piece], b[start:start + piece])
-            c[rows] -= part
-            xp.reduce(c[rows], p)
+            xp.sub_product(c[rows], a[rows, start:start + piece], b[start:start + piece], p)
 
 
 def _solve_lower(lower: Any, b: Any, p: int, xp: Any) -> None:
@@ -361,6 +380,11 @@ def torch_backend() -> Any | None:
         @staticmethod
         def reduce(x: Any, p: int) -> None:
             x -= torch.round(x * (1.0 / p)) * p
+
+        @staticmethod
+        def sub_product(c: Any, a: Any, b: Any, p: int) -> None:
+            c -= a @ b
+            c -= torch.round(c * (1.0 / p)) * p
 
         @staticmethod
         def first_nonzero(column: Any) -> int | None:
