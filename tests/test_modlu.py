@@ -49,6 +49,11 @@ def test_a_product_beyond_the_bound_is_refused():
     modlu._product_bound(2048, P21[0])
     with pytest.raises(ValueError):
         modlu.det_mod(np.eye(3, dtype=np.int64), 2**26 - 5)
+    p = P21[0]
+    for bad in (np.full((3, 3), float(p)), np.full((3, 3), 0.5), np.full((3, 3), -float(p))):
+        with pytest.raises(ValueError):
+            modlu.det_floats(bad, p)
+    assert modlu.det_floats(np.full((1, 1), float(1 - p)), p) == 1
 
 
 def adversarial(n: int, p: int, kind: str, rng: np.random.Generator) -> np.ndarray:

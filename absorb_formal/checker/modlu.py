@@ -116,6 +116,11 @@ class _Numpy:
         c -= work
 
     @staticmethod
+    def integers_below(a: Any, p: int) -> bool:
+        """Every entry an integer of magnitude below p (what the bound assumes)."""
+        return bool((np.abs(a) < p).all() and (np.rint(a) == a).all())
+
+    @staticmethod
     def first_nonzero(column: Any) -> int | None:
         found = np.flatnonzero(column)
         return int(found[0]) if found.size else None
@@ -279,6 +284,8 @@ def det_floats(work: Any, p: int, xp: Any = _Numpy) -> int:
     n = work.shape[0]
     if not usable(p):
         raise ValueError(f"{p} is not a prime this module can work with")
+    if not xp.integers_below(work, p):
+        raise ValueError(f"the matrix must hold integers of magnitude below {p}")
     if n == 0:
         return 1
     try:
@@ -305,6 +312,8 @@ def rank_mod(matrix: Any, p: int) -> int:
     work = _as_floats(matrix, p, _Numpy)
     if 0 in work.shape:
         return 0
+    if not _Numpy.integers_below(work, p):
+        raise ValueError(f"the matrix must hold integers of magnitude below {p}")
     return len(_factor(work, p, _Numpy, False)[0])
 
 
@@ -385,6 +394,10 @@ def torch_backend() -> Any | None:
         def sub_product(c: Any, a: Any, b: Any, p: int) -> None:
             c -= a @ b
             c -= torch.round(c * (1.0 / p)) * p
+
+        @staticmethod
+        def integers_below(a: Any, p: int) -> bool:
+            return bool((a.abs() < p).all() and (torch.round(a) == a).all())
 
         @staticmethod
         def first_nonzero(column: Any) -> int | None:
