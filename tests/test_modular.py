@@ -306,3 +306,50 @@ def test_residues_in_bands_are_the_residues_of_the_whole(dtype, monkeypatch):
     want = [[Fraction(v).numerator * pow(Fraction(v).denominator, -1, PRIME) % PRIME
              for v in row] for row in array.astype(np.float64).tolist()]
     assert whole.tolist() == want
+
+
+def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
+    """A minor whose determinant is a multiple of the first prime (S's one grid entry is that
+    prime): the prover records both primes and the determinant mod the second; the checker
+    recomputes 0 mod the first and the value mod the second, and accepts."""
+    import flint
+
+    from absorb_formal.checker import files, modlu
+    from absorb_formal.checker import modular as checking
+    from absorb_formal.decide import modular
+    from absorb_formal.language import load_file
+
+    first, second = modlu.primes(2)
+    up = [[1, 2, 3], [2, -1, 5], [3, 7, -2], [-4, 1, 6]]  # m = 4, d = 3: rows not parallel
+    down = [[2, -3, 1, 4], [5, 1, -2, 3], [-1, 4, 6, 2]]
+    coords = [(r, c) for r in range(3) for c in range(3)][:5]
+    minor = [[down[r][i] * up[i][c] for i in range(4)] for r, c in coords]
+    skip = [[0] * 3 for _ in range(3)]
+    skip[0][0] = first  # the last column is first · e_1: det = first · (its cofactor)
+    det = int(flint.fmpz_mat([row + [skip[r][c]] for row, (r, c) in zip(minor, coords)]).det())
+    assert det % first == 0 and det % second != 0
+    spec = tmp_path / "z.mlp"
+    spec.write_text(f"""block Z {{
+    activation relu  dim 3  width 4
+    skip {skip}
+    up = {up}
+    down = {down}
+}}
+claim Z is not absorbable
+""", encoding="utf-8")
+    block = load_file(spec).blocks["Z"]
+    found = modular.decide(block, 4, True)
+    assert found is not None and found.absorbable is False
+    cert = found.certificate
+    assert cert["minor_primes"] == [first, second] and cert["det_mod_p"] == det % second
+
+    def dyadic(rows):
+        values = np.array(rows, dtype=np.int64)
+        return files.Dyadic(values < 0, np.abs(values).astype(np.uint64),
+                            np.zeros(values.shape, dtype=np.int64))
+
+    layers = [{"up": dyadic(up), "down": dyadic(down)}]
+    exact_skip = [[Fraction(v) for v in row] for row in skip]
+    checking.check(exact_skip, 4, layers, cert)  # valid: no exception
+    with pytest.raises(checking.Invalid, match="largest primes"):
+        checking.check(exact_skip, 4, layers, {**cert, "minor_primes": [second]})
