@@ -326,7 +326,8 @@ def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
     minor = [[down[r][i] * up[i][c] for i in range(4)] for r, c in coords]
     skip = [[0] * 3 for _ in range(3)]
     skip[0][0] = first  # the last column is first · e_1: det = first · (its cofactor)
-    det = int(flint.fmpz_mat([row + [skip[r][c]] for row, (r, c) in zip(minor, coords)]).det())
+    det = int(flint.fmpz_mat([row + [skip[r][c]]
+                              for row, (r, c) in zip(minor, coords, strict=True)]).det())
     assert det % first == 0 and det % second != 0
     spec = tmp_path / "z.mlp"
     spec.write_text(f"""block Z {{
