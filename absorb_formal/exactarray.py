@@ -76,8 +76,23 @@ def fractions(array: np.ndarray) -> list[list[Fraction]]:
             for mr, er in zip(mantissas.tolist(), exponents.tolist(), strict=True)]
 
 
+BAND = 1 << 20  # entries converted at once: the temporaries stay a few tens of MB
+
+
 def residues(array: np.ndarray, p: int) -> np.ndarray:
-    """Each entry mod an odd prime p < 2^31, as int64: M·2^E ↦ (M mod p)·(2^E mod p) mod p."""
+    """Each entry mod an odd prime p < 2^31, as int64: M·2^E ↦ (M mod p)·(2^E mod p) mod p.
+    A band of rows at a time, so that memory beyond the int64 result stays bounded (an
+    OPT-size `up` has 67 million entries)."""
+    if array.ndim != 2 or array.size <= BAND:
+        return _residues(array, p)
+    out = np.empty(array.shape, dtype=np.int64)
+    step = max(1, BAND // max(1, array.shape[1]))
+    for start in range(0, array.shape[0], step):
+        out[start:start + step] = _residues(array[start:start + step], p)
+    return out
+
+
+def _residues(array: np.ndarray, p: int) -> np.ndarray:
     mantissas, exponents = parts(array)
     if mantissas.dtype == object:
         whole = np.array([int(v) % p for v in mantissas.ravel()],

@@ -66,6 +66,11 @@ class Matrix:
             self._given, self._lazy = self._lazy.array(), None
         return self._given
 
+    @property
+    def loaded(self) -> np.ndarray | None:
+        """The loaded array as its values (None for literal rows), for exact comparisons."""
+        return self._array
+
     @functools.cached_property
     def rows(self) -> tuple[Vector, ...]:
         """The exact entries, row by row (a loaded array: the rationals its bits denote)."""
@@ -85,7 +90,11 @@ class Matrix:
         a denominator. Exact work on large blocks reads only this (docs/certificates.md,
         modular rank)."""
         if self._array is not None:
-            return exactarray.residues(self._array[np.ix_(list(rows), list(cols))], p)
+            rows, cols = list(rows), list(cols)
+            whole = len(rows) == self.shape[0] and rows == list(range(self.shape[0]))
+            if whole and cols == list(range(self.shape[1])):
+                return exactarray.residues(self._array, p)  # no copy of the whole array
+            return exactarray.residues(self._array[np.ix_(rows, cols)], p)
         grid = [[linalg.residue(self.rows[r][c], p) for c in cols] for r in rows]
         if any(v is None for row in grid for v in row):
             return None

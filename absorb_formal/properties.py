@@ -10,11 +10,14 @@ positive symbol p, by -p, and by 0 (NOTES.md: simplify alone does not see throug
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
-from . import budget
+from . import budget, diskcache
 from .activations import Activation, Scalar
 
 
@@ -82,7 +85,8 @@ _proved: dict[Activation, Properties] = {}
 
 
 def properties(activation: Activation) -> Properties:
-    """Prove every §2 property of `activation` that holds (cached per process).
+    """Prove every §2 property of `activation` that holds (cached per process, and on disk
+    under a key that changes with this code: `diskcache.py`).
 
     Only a run that finished within its claim's budget is cached: a timeout propagates
     (`ClaimTimeout`), and a run that still overran (a sympy routine that caught the alarm
@@ -90,10 +94,60 @@ def properties(activation: Activation) -> Properties:
     but no fact for later claims with fresh budgets."""
     if activation in _proved:
         return _proved[activation]
-    found = _Prover(activation.scalar, activation.gated).run()
-    if not budget.spent():
-        _proved[activation] = found
+    path = _disk_entry(activation)
+    found = _read(path) if path is not None else None
+    if found is None:
+        found = _Prover(activation.scalar, activation.gated).run()
+        if budget.spent():
+            return found
+        if path is not None:
+            diskcache.write_text(path, json.dumps(_as_json(found), sort_keys=True))
+    _proved[activation] = found
     return found
+
+
+# ---- on disk (diskcache.py): proved once per version of this code ---------------------------
+
+_FRACTIONS = ("odd_linear", "gated_const", "sigma_at_zero")
+_FIELDS = {f.name for f in fields(Properties)}
+
+
+def _disk_entry(activation: Activation) -> Path | None:
+    """The entry for σ, keyed by this module's and activations.py's code, sympy's version and
+    σ itself (its scalar's kind, parameter, power, coefficients, and the gating)."""
+    scalar = activation.scalar
+    what = repr((scalar.kind, str(scalar.param), scalar.power,
+                 [str(c) for c in scalar.coeffs], activation.gated))
+    code = diskcache.code_key("properties.py", "activations.py", libraries=("sympy",))
+    digest = hashlib.sha256(what.encode()).hexdigest()[:20]
+    return diskcache.entry("properties", f"{code}-{digest}.json")
+
+
+def _as_json(found: Properties) -> dict[str, Any]:
+    out: dict[str, Any] = {f.name: getattr(found, f.name) for f in fields(Properties)}
+    for name in _FRACTIONS:
+        out[name] = None if out[name] is None else str(out[name])
+    return out
+
+
+def _read(path: Path) -> Properties | None:
+    """A stored entry, or None when absent or not exactly the shape `_as_json` writes."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or set(data) != _FIELDS:
+            return None
+        for name in _FRACTIONS:
+            if data[name] is not None:
+                data[name] = Fraction(data[name])
+        kinds_ok = (
+            (data["homogeneous"] is None or type(data["homogeneous"]) is int)
+            and all(type(data[n]) is bool for n in ("even", "bounded", "flat", "gated_odd_part",
+                                                     "nonpoly_even", "analytic", "linear"))
+            and isinstance(data["lemmas"], dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in data["lemmas"].items()))
+        return Properties(**data) if kinds_ok else None
+    except (OSError, ValueError, TypeError, ZeroDivisionError):
+        return None
 
 
 class _Prover:

@@ -21,6 +21,10 @@ settings.register_profile("ci", max_examples=60)
 settings.register_profile("long", max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# No disk cache in tests (diskcache.py): tests that re-prove properties afresh must not be
+# served from a cache another run wrote; test_diskcache.py turns it on in a temporary folder.
+os.environ["ABSORB_FORMAL_CACHE"] = "off"
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_EXAMPLES = ROOT.parent / "shared" / "examples"
 CORPUS = ROOT / "specs"

@@ -123,6 +123,11 @@ def test_a_rounding_loader_in_the_prover_is_caught_on_a_large_block(tmp_path, cl
     ("prime", PRIME - 1, "not an odd prime"),
     ("rows", [0, 0, 1], "distinct coordinates"),
     ("rule", "§4 something else", "generic case"),
+    ("minor_primes", [2_097_133], "largest primes below"),
+    ("minor_primes", [], "largest primes below"),
+    ("minor_primes", [2_097_143, 2_097_133], "is not 0 mod 2097143"),
+    ("minor_primes", [2_097_144], "largest primes below"),
+    ("minor_primes", [2**31 - 1], "largest primes below"),
 ])
 def test_corrupted_modular_certificates_are_rejected(certified, field, value, reason):
     path, doc = certified
@@ -201,3 +206,151 @@ def test_vectorised_residues_are_the_exact_ones(values):
             for x in values]
     assert got == want
 
+
+
+def test_the_certificate_records_the_minor_primes(certified):
+    _, doc = certified
+    cert = doc["certificate"]
+    assert cert["minor_primes"] == [2_097_143] and cert["prime"] == PRIME
+    assert 0 < cert["det_mod_p"] < 2_097_143
+
+
+def test_a_minor_zero_mod_the_first_prime_is_tried_mod_the_next(certified, monkeypatch):
+    """A false zero mod the first prime (forced here) sends the prover to the second; the
+    certificate lists both and the checker recomputes the minor mod each: 0 mod the first
+    is then required, and fails for these weights (their minor is not 0 mod it)."""
+    from absorb_formal.checker import modlu
+    from absorb_formal.decide import modular
+
+    path, doc = certified
+    first, second = modlu.primes(2)
+    real = modlu.det_auto
+    monkeypatch.setattr(modlu, "det_auto",
+                        lambda work, p: 0 if p == first else real(work, p))
+    spec = path.parent.parent / "big.mlp"
+    from absorb_formal.language import load_file
+
+    block = load_file(spec).blocks["Big"]
+    found = modular.decide(block, block.width, True)
+    assert found is not None and found.certificate["minor_primes"] == [first, second]
+    monkeypatch.setattr(modlu, "det_auto", real)
+    broken = copy.deepcopy(doc)
+    broken["certificate"].update(minor_primes=[first, second],
+                                 det_mod_p=found.certificate["det_mod_p"])
+    verdict = verify(broken, _exact(path, doc))
+    assert verdict.status == "invalid" and f"not 0 mod {first}" in verdict.reason
+
+
+def test_claims_queries_and_repeated_loads_share_one_determinant(tmp_path, monkeypatch):
+    """The residues and the minor are computed once per block's values (decide/large.py):
+    a second claim, a query's min-width bounds and the same spec loaded again reuse them; a
+    block with one weight changed does not."""
+    from absorb_formal.checker import modlu
+    from absorb_formal.decide import large
+    from absorb_formal.language import load_file
+
+    monkeypatch.setattr(large, "_RECENT", [])
+    spec = big(tmp_path, seed=5)
+    calls = []
+    real = modlu.det_auto
+    monkeypatch.setattr(modlu, "det_auto", lambda work, p: calls.append(p) or real(work, p))
+    block = load_file(spec).blocks["Big"]
+    first = large.decide(block, block.width)
+    assert len(calls) == 1 and first.absorbable is False
+    large.bounds(block)
+    again = load_file(spec).blocks["Big"]  # another object, the same values
+    assert again is not block and large.decide(again, again.width) == first
+    assert len(calls) == 1
+    with np.load(tmp_path / "w.npz") as z:
+        up, down = z["up"].copy(), z["down"].copy()
+    down[3, 4] = np.float32(0.5)
+    np.savez(tmp_path / "w2.npz", up=up, down=down)
+    (tmp_path / "other.mlp").write_text(spec.read_text().replace("w.npz", "w2.npz"))
+    changed = load_file(tmp_path / "other.mlp").blocks["Big"]
+    large.decide(changed, changed.width)
+    assert len(calls) == 2
+
+
+def test_a_minor_too_big_for_the_memory_left_is_an_honest_unknown(tmp_path, cli, monkeypatch):
+    from absorb_formal.checker import modlu
+    from absorb_formal.decide import large
+
+    monkeypatch.setattr(large, "_RECENT", [])
+    monkeypatch.chdir(tmp_path)
+    spec = big(tmp_path, seed=9)
+    monkeypatch.setattr(modlu, "bytes_available", lambda: 10 << 20)
+    run = cli("--crosscheck", "0", "--json", spec.name)
+    [result] = run.json()["files"][0]["results"]
+    assert result["outcome"] == "unknown" and "GiB are available" in result["reason"]
+    assert modlu.bytes_needed(M + 1) > 10 << 20
+
+
+def test_the_memory_left_is_read_on_this_machine():
+    from absorb_formal.checker import modlu
+
+    have = modlu.bytes_available()
+    assert have is None or have > 0
+    assert modlu.bytes_needed(3073) < 2**30 < modlu.bytes_needed(16385) < 3 * 2**30
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
+def test_residues_in_bands_are_the_residues_of_the_whole(dtype, monkeypatch):
+    from absorb_formal import exactarray
+
+    rng = np.random.default_rng(4)
+    array = (rng.standard_normal((37, 29)) * 1000).astype(dtype)
+    whole = exactarray.residues(array, PRIME)
+    monkeypatch.setattr(exactarray, "BAND", 100)  # bands of 3 rows
+    assert np.array_equal(exactarray.residues(array, PRIME), whole)
+    assert np.array_equal(exactarray.residues(array.T, PRIME), whole.T)
+    want = [[Fraction(v).numerator * pow(Fraction(v).denominator, -1, PRIME) % PRIME
+             for v in row] for row in array.astype(np.float64).tolist()]
+    assert whole.tolist() == want
+
+
+def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
+    """A minor whose determinant is a multiple of the first prime (S's one grid entry is that
+    prime): the prover records both primes and the determinant mod the second; the checker
+    recomputes 0 mod the first and the value mod the second, and accepts."""
+    import flint
+
+    from absorb_formal.checker import files, modlu
+    from absorb_formal.checker import modular as checking
+    from absorb_formal.decide import modular
+    from absorb_formal.language import load_file
+
+    first, second = modlu.primes(2)
+    up = [[1, 2, 3], [2, -1, 5], [3, 7, -2], [-4, 1, 6]]  # m = 4, d = 3: rows not parallel
+    down = [[2, -3, 1, 4], [5, 1, -2, 3], [-1, 4, 6, 2]]
+    coords = [(r, c) for r in range(3) for c in range(3)][:5]
+    minor = [[down[r][i] * up[i][c] for i in range(4)] for r, c in coords]
+    skip = [[0] * 3 for _ in range(3)]
+    skip[0][0] = first  # the last column is first · e_1: det = first · (its cofactor)
+    det = int(flint.fmpz_mat([row + [skip[r][c]]
+                              for row, (r, c) in zip(minor, coords, strict=True)]).det())
+    assert det % first == 0 and det % second != 0
+    spec = tmp_path / "z.mlp"
+    spec.write_text(f"""block Z {{
+    activation relu  dim 3  width 4
+    skip {skip}
+    up = {up}
+    down = {down}
+}}
+claim Z is not absorbable
+""", encoding="utf-8")
+    block = load_file(spec).blocks["Z"]
+    found = modular.decide(block, 4, True)
+    assert found is not None and found.absorbable is False
+    cert = found.certificate
+    assert cert["minor_primes"] == [first, second] and cert["det_mod_p"] == det % second
+
+    def dyadic(rows):
+        values = np.array(rows, dtype=np.int64)
+        return files.Dyadic(values < 0, np.abs(values).astype(np.uint64),
+                            np.zeros(values.shape, dtype=np.int64))
+
+    layers = [{"up": dyadic(up), "down": dyadic(down)}]
+    exact_skip = [[Fraction(v) for v in row] for row in skip]
+    checking.check(exact_skip, 4, layers, cert)  # valid: no exception
+    with pytest.raises(checking.Invalid, match="largest primes"):
+        checking.check(exact_skip, 4, layers, {**cert, "minor_primes": [second]})

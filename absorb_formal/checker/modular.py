@@ -22,6 +22,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from . import modlu
+
+MAX_MINOR_PRIMES = 4  # a minor 0 mod four primes near 2^21 is taken as 0
+
 
 class ExactMatrix(Protocol):
     """An exact matrix as the checker reads it (`files.Dyadic` or `reading.Rational`)."""
@@ -51,9 +55,7 @@ def require(condition: bool, reason: str) -> None:
 
 
 def _is_prime(p: int) -> bool:
-    import sympy
-
-    return bool(sympy.isprime(p))
+    return modlu.is_prime(p)  # trial division: p < 2^31
 
 
 def _residue(value: Fraction, p: int) -> int:
@@ -78,16 +80,23 @@ def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str
     coords = [(r, c) for r in rows for c in cols][: m + 1]
     require(len(set(coords)) == m + 1 and all(0 <= r < d and 0 <= c < d for r, c in coords),
             "the grid does not give m+1 distinct coordinates")
-    d_res, u_res = down.residue_matrix(p), up.residue_matrix(p)
-    r_idx, c_idx = [r for r, _ in coords], [c for _, c in coords]
-    matrix = np.empty((m + 1, m + 1), dtype=np.int64)
-    matrix[:, :m] = d_res[r_idx, :] * u_res[:, c_idx].T % p
-    matrix[:, m] = [_residue(skip[r][c], p) for r, c in coords]
-    import flint
-
-    det = int(flint.nmod_mat(flint.fmpz_mat(m + 1, m + 1, matrix.ravel().tolist()), p).det())
-    require(det != 0, "the minor is 0 mod p")
-    require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
+    minor_primes = [int(q) for q in cert["minor_primes"]]
+    require(1 <= len(minor_primes) <= MAX_MINOR_PRIMES
+            and minor_primes == modlu.primes(len(minor_primes)),
+            f"the minor's primes must be the {MAX_MINOR_PRIMES} or fewer largest primes below "
+            f"2^21, in decreasing order")
+    r_idx, c_idx = np.array([r for r, _ in coords]), np.array([c for _, c in coords])
+    for q in minor_primes:
+        require(modlu.usable(q), f"{q} is not a prime the exact LU works with")
+        d_res, u_res = down.residue_matrix(q), up.residue_matrix(q)
+        last = [_residue(skip[r][c], q) for r, c in coords]
+        work = modlu.product_minor(d_res, u_res, r_idx, c_idx, np.array(last), q)
+        det = modlu.det_auto(work, q)
+        if q != minor_primes[-1]:
+            require(det == 0, f"the minor is not 0 mod {q}: the primes after it are not needed")
+            continue
+        require(det != 0, "the minor is 0 mod p")
+        require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
 
 
 def check_key_count(width: int, layers: Layers, cert: dict[str, Any]) -> None:

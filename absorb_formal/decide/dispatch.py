@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 from .. import budget
-from ..generic import engine as generic_engine
 from ..model import Block, Claim, Query, Spec, Statement
 from ..result import DECIDED, ERROR, PROVED, REFUTED, UNKNOWN, Result, unknown
 from . import concrete, equivalence, families
@@ -19,6 +18,14 @@ ENGINES = ("theory", "generic", "both")
 # The negation of a family modality, in words: never and sometimes are each other's; the
 # others read "not ...".
 NEGATED = {"never": "sometimes", "sometimes": "never"}
+
+
+def _generic() -> Any:
+    """The generic engine (§6), imported on first use: it brings sympy and z3 (about half a
+    second of start-up), which most claims never need."""
+    from ..generic import engine
+
+    return engine
 
 
 def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
@@ -68,12 +75,12 @@ def _engines_at(block: Block, size: int, engine: str) -> tuple[Decision, str]:
     theory = concrete.at_width(block, size) if engine != "generic" else None
     if engine == "theory" and theory is not None and theory.absorbable is not None:
         return theory, ""
-    if engine == "theory" and not generic_engine.applies(block, size):  # "" = it applies
-        return generic_engine.at_width(block, size), ""
+    if engine == "theory" and not _generic().applies(block, size):  # "" = it applies
+        return _generic().at_width(block, size), ""
     if engine == "theory":
         assert theory is not None
         return theory, ""
-    generic = generic_engine.at_width(block, size)
+    generic = _generic().at_width(block, size)
     if engine == "generic" or theory is None:
         return generic, ""
     if None not in (theory.absorbable, generic.absorbable) and \
@@ -117,10 +124,10 @@ def _minimal(block: Block, engine: str, known: tuple[int, bool] | None = None,
     theory = (concrete.minimal_width(block, known, exhaustive) if engine != "generic"
               else None)
     if engine == "theory" and theory is not None and (
-            theory.found or generic_engine.applies(block, 1)):  # a reason: does not apply
+            theory.found or _generic().applies(block, 1)):  # a reason: does not apply
         return theory, ""
-    value, certificate, reason = generic_engine.minimal_width(block)
-    generic = concrete.MinWidth(value is not None, value, generic_engine.method_of(block),
+    value, certificate, reason = _generic().minimal_width(block)
+    generic = concrete.MinWidth(value is not None, value, _generic().method_of(block),
                                 certificate, reason)
     if theory is None or not theory.found:
         return (generic if generic.found or theory is None else theory), ""

@@ -20,6 +20,7 @@ from lark.exceptions import (
     VisitError,
 )
 
+from .. import diskcache
 from .errors import Diagnostic, SpecError
 from .hints import character_hint, did_you_mean, unclosed, written_elsewhere
 from .numbers import NumberError, parse_rational
@@ -44,7 +45,11 @@ from .syntax import (
 
 @functools.cache
 def parser() -> Lark:
-    """The LALR parser, built once per process from `grammar.lark`."""
+    """The LALR parser, built once per process from `grammar.lark`; its tables are kept on
+    disk (`diskcache.py`) under lark's version, and lark itself checks the grammar's and the
+    options' hash stored in the entry (a stale entry is rebuilt)."""
+    entry = diskcache.entry("lark", diskcache.code_key("language/grammar.lark",
+                                                       libraries=("lark",)) + ".cache")
     return Lark.open_from_package(
         "absorb_formal.language",
         "grammar.lark",
@@ -52,6 +57,7 @@ def parser() -> Lark:
         strict=True,
         propagate_positions=True,
         maybe_placeholders=False,
+        cache=False if entry is None else str(entry),
     )
 
 

@@ -1,0 +1,273 @@
+"""Issue 20's targets, each measured against its baseline in the same run (weights generated,
+seeded, in a temporary folder). Wall seconds of fresh processes (start-up included), peak
+resident MB; baselines: numpy's float64 `slogdet` of the same order, `python -c "import
+numpy"`, numpy reading the tensors.
+
+  python benchmarks/bench_issue20.py [--before DIR] [--opt] [--repeat N]
+
+--before DIR: also run the tree in DIR (e.g. `git archive` of an older commit) on the GPT-2
+block and the tiny claim; --opt: also the OPT-6.7B-shaped relu block (d = 4096, m = 16384,
+fp16; minutes and about 3 GB). Prints markdown on stdout, progress on stderr.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from common import HERE, ROOT, table
+from suite_checkpoints import gpt2
+from suite_realsize import _llama
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(argv: list[str], cwd: Path, tree: Path = ROOT) -> dict[str, Any]:
+    """`python benchmarks/measure.py ARGV` with `tree` first on the path: wall s, peak MB."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, str(HERE / "measure.py"), *argv], cwd=cwd,
+                          capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    peak = None
+    for line in reversed(done.stderr.strip().splitlines()):
+        if line.startswith('{"peak_mb"'):
+            peak = float(line.split(":")[1].strip(" }"))
+            break
+    summary = [ln for ln in done.stdout.splitlines() if ln.startswith(("summary:", "check:"))]
+    return {"s": wall, "mb": peak, "code": done.returncode,
+            "out": summary[-1] if summary else done.stdout.strip()[-200:]}
+
+
+def row(label: str, res: dict[str, Any]) -> tuple[Any, ...]:
+    """A table row of one measured job."""
+    return (label, f"{res['s']:.2f}", res["mb"], res["out"])
+
+
+def baseline(label: str, seconds: float) -> tuple[Any, ...]:
+    return (f"{label} (baseline)", f"{seconds:.2f}", "—", "")
+
+
+def median_run(argv: list[str], cwd: Path, repeat: int, tree: Path = ROOT) -> dict[str, Any]:
+    runs = sorted((run(argv, cwd, tree) for _ in range(repeat)), key=lambda r: r["s"])
+    return runs[len(runs) // 2]
+
+
+def numpy_import(repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import numpy"], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def slogdet(n: int, repeat: int) -> float:
+    a = np.random.default_rng(n).standard_normal((n, n))
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        np.linalg.slogdet(a)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def exact_lu(n: int) -> float:
+    from absorb_formal.checker import modlu
+
+    p = modlu.primes(1)[0]
+    work = np.random.default_rng(n).integers(0, p, (n, n)).astype(np.float64)
+    start = time.perf_counter()
+    modlu.det_floats(work, p)
+    return time.perf_counter() - start
+
+
+def flint_det(n: int) -> float:
+    import flint
+
+    from absorb_formal.checker import modlu
+
+    p = modlu.primes(1)[0]
+    a = np.random.default_rng(n).integers(0, p, (n, n))
+    start = time.perf_counter()
+    int(flint.nmod_mat(flint.fmpz_mat(n, n, a.ravel().tolist()), p).det())
+    return time.perf_counter() - start
+
+
+def relu_block(folder: Path, d: int, m: int, name: str) -> None:
+    rng = np.random.default_rng(m)
+    up = (rng.standard_normal((m, d), dtype=np.float32) * 0.05).astype(np.float16)
+    down = (rng.standard_normal((d, m), dtype=np.float32) * 0.05).astype(np.float16)
+    np.savez(folder / f"{name}.npz", up=up, down=down)
+    (folder / f"{name}.mlp").write_text(f"""block R {{
+    activation relu
+    dim {d}  width {m}  skip identity
+    up   = load("{name}.npz", "up")
+    down = load("{name}.npz", "down")
+}}
+claim R is not absorbable
+""", encoding="utf-8")
+
+
+def tiny(folder: Path) -> None:
+    (folder / "tiny.mlp").write_text("""block R {
+    activation relu
+    dim 2  width 3  skip identity
+    up   = [[1, 0], [0, 1], [1, 1]]
+    down = [[-1, 0, 7/10], [0, -1, 3/10]]
+}
+claim R is absorbable
+""", encoding="utf-8")
+
+
+def profile_gpt2(folder: Path) -> dict[str, float]:
+    """Where one GPT-2 block's proof spends its time (in-process, warm disk cache)."""
+    start = time.perf_counter()
+    from absorb_formal.cli import main
+
+    imports = time.perf_counter() - start
+    profile = cProfile.Profile()
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        start = time.perf_counter()
+        with open(os.devnull, "w") as sink:
+            profile.runcall(main, ["--crosscheck", "0", "one.mlp"], sink, sys.stderr)
+        total = time.perf_counter() - start
+    finally:
+        os.chdir(cwd)
+    stats = pstats.Stats(profile)
+    cum = {}
+    for (file, _, func), row in stats.stats.items():  # type: ignore[attr-defined]
+        cum[(Path(file).name, func)] = row[3]
+    pick = {"read the spec and weights (load_file)": ("load.py", "load_file"),
+            "activation properties": ("properties.py", "properties"),
+            "residue keys of U (key_classes)": ("large.py", "key_classes"),
+            "residues of the minor's rows and columns": ("model.py", "residues"),
+            "assemble the minor (product_minor)": ("modlu.py", "product_minor"),
+            "exact LU (det_floats)": ("modlu.py", "det_floats")}
+    out = {"imports": imports}
+    for label, key in pick.items():
+        out[label] = cum.get(key, 0.0)
+    out["total (after imports)"] = total
+    return out
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    repeat = int(args[args.index("--repeat") + 1]) if "--repeat" in args else 3
+    before = Path(args[args.index("--before") + 1]) if "--before" in args else None
+    rows: list[tuple[Any, ...]] = []
+    targets: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        os.environ["ABSORB_FORMAL_CACHE"] = str(folder / "cache")
+        gpt2(folder, "one", 1, bf16=True)
+        gpt2(folder, "gpt2", 12, bf16=True)
+        _llama(folder)
+        tiny(folder)
+        relu_block(folder, 2048, 8192, "relu8k")
+        log("files written")
+
+        # start-up: a tiny claim against `import numpy`
+        cold = run(["prove", "--crosscheck", "0", "tiny.mlp"], folder)  # fills the cache
+        base = numpy_import(5)
+        warm = median_run(["prove", "tiny.mlp"], folder, 5)
+        rows += [baseline("import numpy", base), row("tiny claim, first run (empty cache)", cold),
+                 row("tiny claim", warm)]
+        targets.append(f"- tiny claim: {warm['s']:.2f} s = {warm['s'] / base:.1f}× `import "
+                       f"numpy` ({base:.2f} s); target ≤ 4×: "
+                       f"{'met' if warm['s'] <= 4 * base else 'MISSED'}")
+        if before is not None:
+            old = median_run(["prove", "tiny.mlp"], folder, 5, before)
+            rows.append(row("tiny claim, before", old))
+        log(f"tiny {warm['s']:.2f} numpy {base:.2f}")
+
+        # GPT-2 block, own width
+        s3073 = slogdet(3073, 3)
+        one = median_run(["prove", "--crosscheck", "0", "--certificates", "c1", "one.mlp"],
+                         folder, repeat)
+        check = median_run(["prove", "check", "c1"], folder, repeat)
+        goal = 2.5 * s3073 + 1
+        rows += [baseline("slogdet(3073)", s3073),
+                 row("GPT-2 block (bf16, biases), own width", one), row("  its check", check)]
+        targets.append(f"- GPT-2 block: {one['s']:.2f} s; target ≤ 2.5 × slogdet(3073) + 1 = "
+                       f"{goal:.2f} s: {'met' if one['s'] <= goal else 'MISSED'}; check "
+                       f"{check['s']:.2f} s = {check['s'] / one['s']:.2f}× the prover "
+                       f"(target ≤ 1.2×: {'met' if check['s'] <= 1.2 * one['s'] else 'MISSED'})")
+        if before is not None:
+            old = median_run(["prove", "--crosscheck", "0", "one.mlp"], folder, repeat, before)
+            rows.append(row("GPT-2 block, before", old))
+        log(f"gpt2 one {one['s']:.2f} check {check['s']:.2f} slogdet {s3073:.2f}")
+
+        # 12 blocks
+        twelve = run(["prove", "--crosscheck", "0", "--certificates", "c12", "gpt2.mlp"],
+                     folder)
+        check12 = run(["prove", "check", "c12"], folder)
+        s3073 = slogdet(3073, 3)
+        goal = 24 * s3073 + 3
+        rows += [baseline("slogdet(3073), again", s3073), row("12 GPT-2 blocks, one spec", twelve),
+                 row("  their check", check12)]
+        targets.append(f"- 12 GPT-2 blocks: {twelve['s']:.1f} s; target ≤ 24 × slogdet + 3 = "
+                       f"{goal:.1f} s: {'met' if twelve['s'] <= goal else 'MISSED'}")
+        log(f"gpt2 x12 {twelve['s']:.2f} check {check12['s']:.2f}")
+
+        # LLaMA never
+        load = median_run(["load-safetensors", "llama.safetensors"], folder, repeat)
+        llama = median_run(["prove", "--crosscheck", "0", "llama.mlp"], folder, repeat)
+        goal = 1.5 * load["s"] + 0.5
+        rows += [row("numpy reads LLaMA-7B's 3 bf16 tensors (baseline)", load),
+                 row("LLaMA-7B SwiGLU never", llama)]
+        targets.append(f"- LLaMA-7B never: {llama['s']:.2f} s; target ≤ 1.5 × {load['s']:.2f}"
+                       f" + 0.5 = {goal:.2f} s: {'met' if llama['s'] <= goal else 'MISSED'}")
+        log(f"llama {llama['s']:.2f} load {load['s']:.2f}")
+
+        # relu fp16 d = 2048, m = 8192 (and, with --opt, the OPT-6.7B shape)
+        cases = [(2048, 8192, 5, 3)] + ([(4096, 16384, 10, 8)] if "--opt" in args else [])
+        for d, m, slack, gigabytes in cases:
+            relu_block(folder, d, m, f"relu{m}")
+            base_s = slogdet(m + 1, 1)
+            relu = run(["prove", "--crosscheck", "0", "--timeout", "1200", f"relu{m}.mlp"],
+                       folder)
+            goal = 3 * base_s + slack
+            rows += [baseline(f"slogdet({m + 1})", base_s),
+                     row(f"relu fp16 d = {d}, m = {m}", relu)]
+            ok = relu["s"] <= goal and (relu["mb"] or 0) <= gigabytes * 1024
+            targets.append(f"- relu fp16 d = {d}, m = {m}: {relu['s']:.1f} s, {relu['mb']} MB; "
+                           f"target ≤ 3 × slogdet({m + 1}) + {slack} = {goal:.1f} s and ≤ "
+                           f"{gigabytes} GB: {'met' if ok else 'MISSED'}")
+            log(f"relu {m}: {relu['s']:.2f} {relu['mb']} slogdet {base_s:.2f}")
+
+        profile = profile_gpt2(folder)
+
+    growth = []
+    for n in (1025, 2049, 3073, 4097, 6145):
+        base_s, lu_s = slogdet(n, 1), exact_lu(n)
+        fl = flint_det(n) if n <= 3073 else None
+        growth.append((n, f"{base_s:.2f}", f"{lu_s:.2f}", f"{lu_s / base_s:.1f}×",
+                       "—" if fl is None else f"{fl:.2f}"))
+        log(f"growth {n}: slogdet {base_s:.2f} lu {lu_s:.2f}")
+    print("\n".join(targets))
+    print()
+    print(table(("job", "wall s", "peak MB", "outcome"), rows))
+    print()
+    print(table(("where one GPT-2 block's time goes (in-process)", "s"),
+                [(k, f"{v:.2f}") for k, v in profile.items()]))
+    print()
+    print(table(("order n", "numpy slogdet s", "exact LU mod p s", "LU / slogdet",
+                 "FLINT nmod_mat det s (with building it)"), growth))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The exact LU mod p on float64 BLAS (checker/modlu.py) against FLINT's nmod_mat, the
+reference: random and adversarial matrices (every entry p − 1, equal rows, rank-deficient
+blocks, sizes that are not multiples of the base block, primes whose exactness limit forces
+the inner dimension to be cut), determinants and ranks."""
+
+from __future__ import annotations
+
+import zlib
+
+import flint
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from absorb_formal.checker import modlu
+
+P21 = modlu.primes(2)  # the minor's primes
+P_SMALL_LIMIT = 21_219_997  # (p−1)² ≈ 2^48.7: products are cut every inner_limit(p) = 20
+SIZES = [1, 2, 3, 15, 16, 17, 31, 33, 64, 100, 129]
+
+
+def flint_det(a: np.ndarray, p: int) -> int:
+    return int(flint.nmod_mat(a.tolist(), p).det()) if a.size else 1
+
+
+def flint_rank(a: np.ndarray, p: int) -> int:
+    return flint.nmod_mat(a.tolist(), p).rank() if a.size else 0
+
+
+def test_the_primes_are_the_largest_below_2_21_and_usable():
+    from absorb_formal.decide.modular import MINOR_PRIMES
+    from absorb_formal.decide.modular import modlu as loaded
+
+    assert P21 == [2_097_143, 2_097_133] == MINOR_PRIMES
+    assert loaded() is modlu  # the prover's path import and the checker's are one module
+    assert modlu.inner_limit(P21[0]) == 2048
+    assert all(modlu.usable(p) for p in P21)
+    assert modlu.is_prime(P_SMALL_LIMIT) and modlu.inner_limit(P_SMALL_LIMIT) == 20
+    assert not modlu.usable(2**26 - 5)  # limit below one base block
+    assert not modlu.usable(2_097_151)  # 2^21 − 1 = 7² · 127 · 337
+    assert [p for p in range(60) if modlu.is_prime(p)] == [
+        2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59]
+
+
+def test_a_product_beyond_the_bound_is_refused():
+    with pytest.raises(ArithmeticError):
+        modlu._product_bound(2049, P21[0])
+    modlu._product_bound(2048, P21[0])
+    with pytest.raises(ValueError):
+        modlu.det_mod(np.eye(3, dtype=np.int64), 2**26 - 5)
+    p = P21[0]
+    for bad in (np.full((3, 3), float(p)), np.full((3, 3), 0.5), np.full((3, 3), -float(p))):
+        with pytest.raises(ValueError):
+            modlu.det_floats(bad, p)
+    assert modlu.det_floats(np.full((1, 1), float(1 - p)), p) == 1
+
+
+def adversarial(n: int, p: int, kind: str, rng: np.random.Generator) -> np.ndarray:
+    a = rng.integers(0, p, (n, n))
+    if kind == "p-1":
+        a[:] = p - 1
+        a += np.eye(n, dtype=np.int64)  # p − 1 everywhere, p ≡ 0 on the diagonal
+    elif kind == "top p-1":  # every entry p − 1 or p − 2: the largest products
+        a = p - 1 - rng.integers(0, 2, (n, n))
+    elif kind == "equal rows" and n > 2:
+        a[n - 1] = a[n // 2]
+    elif kind == "rank deficient":  # rank about n/2, pivots missing inside blocks
+        r = max(1, n // 2)
+        a = (rng.integers(0, p, (n, r)) @ rng.integers(0, 50, (r, n))) % p
+    elif kind == "zero column":
+        a[:, n // 2] = 0
+    elif kind == "late pivots":  # the first rows are zero in their leading columns
+        a[: n // 2, : n // 3] = 0
+    elif kind == "negative":  # integers outside [0, p): reduced exactly first
+        a = rng.integers(-10 * p, 10 * p, (n, n))
+    return a
+
+
+KINDS = ["random", "p-1", "top p-1", "equal rows", "rank deficient", "zero column",
+         "late pivots", "negative"]
+
+
+@pytest.mark.parametrize("p", [P21[0], P21[1], P_SMALL_LIMIT, 101, 17])
+@pytest.mark.parametrize("kind", KINDS)
+def test_determinant_and_rank_agree_with_flint(p, kind):
+    rng = np.random.default_rng(zlib.crc32(f"{p} {kind}".encode()))
+    for n in SIZES:
+        if not modlu.usable(p):
+            continue
+        a = adversarial(n, p, kind, rng)
+        assert modlu.det_mod(a, p) == flint_det(a % p, p), (n, kind)
+        assert modlu.rank_mod(a, p) == flint_rank(a % p, p), (n, kind)
+
+
+@pytest.mark.parametrize("shape", [(5, 40), (40, 5), (33, 70), (70, 33), (1, 9), (9, 1)])
+def test_rank_of_rectangular_matrices(shape):
+    rng = np.random.default_rng(7)
+    p = P21[0]
+    a = rng.integers(0, p, shape)
+    assert modlu.rank_mod(a, p) == flint_rank(a, p)
+    r = min(shape) // 2
+    low = (rng.integers(0, p, (shape[0], r)) @ rng.integers(0, 9, (r, shape[1]))) % p
+    assert modlu.rank_mod(low, p) == flint_rank(low, p)
+
+
+def test_small_primes_make_singular_minors_common():
+    """mod 17 about one random matrix in 17 is singular: both outcomes are exercised."""
+    rng = np.random.default_rng(3)
+    dets = []
+    for _ in range(60):
+        a = rng.integers(0, 17, (20, 20))
+        dets.append(modlu.det_mod(a, 17))
+        assert dets[-1] == flint_det(a, 17)
+    assert 0 in dets and any(dets)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.sampled_from([P21[0], P_SMALL_LIMIT, 65_521]),
+       st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_random_determinants_agree_with_flint(n, p, seed, rank_cut):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, p, (n, n))
+    if rank_cut and n > rank_cut:
+        a[-rank_cut:] = (rng.integers(0, 5, (rank_cut, n - rank_cut)) @ a[: n - rank_cut]) % p
+    assert modlu.det_mod(a, p) == flint_det(a, p)
+    assert modlu.rank_mod(a, p) == flint_rank(a, p)
+
+
+def test_product_minor_is_the_grid_of_outer_products():
+    rng = np.random.default_rng(1)
+    p, k, m = P21[0], 4, 12
+    left, right = rng.integers(0, p, (k, m)), rng.integers(0, p, (m, k))
+    rows, cols = rng.integers(0, k, m + 1), rng.integers(0, k, m + 1)
+    last = rng.integers(0, p, m + 1)
+    got = modlu.product_minor(left, right, rows, cols, last, p).astype(np.int64)
+    want = np.array([[left[rows[t], i] * right[i, cols[t]] % p for i in range(m)]
+                     + [last[t]] for t in range(m + 1)])
+    assert np.array_equal(got, want)
+
+
+def test_a_larger_determinant_crosses_the_recursion_levels():
+    rng = np.random.default_rng(11)
+    p = P21[0]
+    a = rng.integers(0, p, (300, 300))
+    assert modlu.det_mod(a, p) == flint_det(a, p)
+    a[299] = (a[5] + 3 * a[200]) % p
+    assert modlu.det_mod(a, p) == 0 and modlu.rank_mod(a, p) == 299
+
+
+def test_the_gpu_path_agrees_where_a_gpu_exists():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    rng = np.random.default_rng(5)
+    for p in (P21[0], P_SMALL_LIMIT):
+        for n in (17, 300, 2100):
+            a = rng.integers(0, p, (n, n))
+            if n == 300:
+                a[7] = a[9]
+            work = (a % p).astype(np.float64)
+            assert modlu.det_floats_gpu(work.copy(), p) == modlu.det_floats(work, p)
