@@ -52,19 +52,20 @@ def check_file(path: Path) -> tuple[Verdict, dict[str, Any]]:
     if not isinstance(doc, dict):
         return verify(doc, {}), {}
     reading, note = _reading(doc, path)
-    weights = {}
+    weights, checked = {}, doc
     if reading is not None:
         try:
             why = reading.stale(doc)
             if not why:
                 weights = reading.weights(doc)
+                checked = reading.read_skips(doc)  # a skip stored by its source, read
         except (KeyError, TypeError, AttributeError, ValueError):
             why = ""  # a malformed document: verify gives the reason
         except Stale as error:
             why = str(error)
         if why:
             return Verdict("invalid", f"stale: {why}"), doc
-    verdict = verify(doc, weights)
+    verdict = verify(checked, weights)
     if note and verdict.status != "invalid":
         verdict = Verdict(verdict.status, "; ".join(x for x in (verdict.reason, note) if x))
     return verdict, doc
