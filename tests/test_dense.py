@@ -147,3 +147,24 @@ def test_the_hermite_form_sees_what_no_single_equation_shows():
     assert all(linalg.dot(y, c).denominator == 1 for c in columns)
     assert linalg.dot(y, goal).denominator != 1
     assert lattice.obstruction(columns, (Fraction(2), Fraction(0))) is None  # (1,1) + (1,-1)
+
+
+def test_lll_looks_for_j_near_a_reference(monkeypatch):
+    # Integer weights ±1..9 make the lattice dense: with half the neurons' keys oriented
+    # against them, the J of the width search is not sparse, but it differs from the block's
+    # own orientation R by the planted flips only; the search looks for J = R Δ F, F short.
+    rng = random.Random("reference")
+    d, m, k = 4, 64, 6
+    entry = lambda: Fraction(rng.choice([-1, 1]) * rng.randint(1, 9))  # noqa: E731
+    terms = [linalg.outer([entry() for _ in range(d)], [entry() for _ in range(d)])
+             for _ in range(m)]
+    reference = tuple(sorted(rng.sample(range(m), m // 2)))
+    flips = set(rng.sample(range(m), k))
+    chosen = sorted(set(reference) ^ flips)
+    target = linalg.zeros(d, d)
+    for i in chosen:
+        target = linalg.add(target, terms[i], Fraction(1))
+    monkeypatch.setattr(lattice, "MAX_TRIES", 1)  # one reduction: the reference's lattice
+    with budget.limit(120):
+        found = lattice.find(_rows(terms, target), m, 120_000, reference)
+    assert found is not None and _sums_to(terms, target, found)

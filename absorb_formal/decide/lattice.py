@@ -48,33 +48,49 @@ SHARE = 1 / 2
 DELTA = 0.999  # LLL's Lovász parameter (FLINT's exact integer LLL)
 
 
-def find(rows: list[list[int]], terms: int, timeout_ms: int) -> tuple[int, ...] | None:
+def find(rows: list[list[int]], terms: int, timeout_ms: int,
+         reference: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
     """A candidate J (0-based indices) with Σ_{j∈J} rows[i][j] = rows[i][terms] for every i,
     from LLL reductions of the embedding lattice; None when none shows up (which proves
-    nothing). The caller re-checks the candidate exactly."""
+    nothing). The caller re-checks the candidate exactly.
+
+    `reference` R: J is looked for as R Δ F with F short — the lattice of F has the columns
+    of R negated and the target less Σ_{j∈R} column j — alternately with R = ∅. (A planted
+    skip flips few of the block's own neurons, whose orientation the width search passes.)"""
     left = budget.remaining_ms(timeout_ms)
     if terms > MAX_TERMS or left < MIN_REMAINING_MS:
         return None
     from flint import fmpz_mat
 
     m = terms
-    basis = [[1 if k == j else 0 for k in range(m)] + [0] + [SCALE * row[j] for row in rows]
-             for j in range(m)]
-    basis.append([0] * m + [1] + [-SCALE * row[m] for row in rows])
+    references = [()] if not reference else [tuple(sorted(set(reference))), ()]
+    bases = [_embedding(rows, m, set(r)) for r in references]
     rng = random.Random(0)
     started = time.monotonic()
     for attempt in range(MAX_TRIES):
-        reduced = fmpz_mat(basis).lll(False, DELTA)
+        which = attempt % len(bases)
+        reduced = fmpz_mat(bases[which]).lll(False, DELTA)
         vectors = [[int(reduced[i, k]) for k in range(reduced.ncols())]
                    for i in range(reduced.nrows())]
         found = _subset_in(vectors, m)
         if found is not None:
-            return found
+            return tuple(sorted(set(found) ^ set(references[which])))
         spent_ms = (time.monotonic() - started) * 1000
         if spent_ms * (attempt + 2) / (attempt + 1) > SHARE * left:
             return None  # another reduction would overrun this search's share of the time
-        basis = _mixed(vectors, rng)
+        bases[which] = _mixed(vectors, rng)
     return None
+
+
+def _embedding(rows: list[list[int]], m: int, flipped: set[int]) -> list[list[int]]:
+    """The rows of [I_m 0 | N·A'ᵀ; 0 1 | −N·t'ᵀ] with A' = A, columns in `flipped` negated,
+    and t' = t − Σ_{j∈flipped} A_j: a 0/1 solution F of A'F = t' is J = flipped Δ F."""
+    sign = [-1 if j in flipped else 1 for j in range(m)]
+    rhs = [row[m] - sum(row[j] for j in flipped) for row in rows]
+    basis = [[1 if k == j else 0 for k in range(m)] + [0]
+             + [SCALE * sign[j] * row[j] for row in rows] for j in range(m)]
+    basis.append([0] * m + [1] + [-SCALE * t for t in rhs])
+    return basis
 
 
 def _subset_in(vectors: list[list[int]], m: int) -> tuple[int, ...] | None:

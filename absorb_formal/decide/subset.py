@@ -58,12 +58,15 @@ class WrongSubset(RuntimeError):
 
 
 def solve(terms: list[linalg.Rows], target: linalg.Rows,
-          timeout_ms: int = Z3_TIMEOUT_MS) -> SubsetAnswer:
+          timeout_ms: int = Z3_TIMEOUT_MS,
+          reference: tuple[int, ...] | None = None) -> SubsetAnswer:
     """Find J ⊆ range(len(terms)) with Σ_{ℓ∈J} terms[ℓ] = target, or refute every J.
 
     Every J found, whichever solver found it, is re-checked here in exact arithmetic before
-    any caller builds a witness from it (§5 GLU flips, §4 width search)."""
-    answer = _solve(terms, target, timeout_ms)
+    any caller builds a witness from it (§5 GLU flips, §4 width search). `reference`: a
+    subset that solutions are expected to differ little from (the block's own orientation
+    in the width search); only the dense regime's LLL search uses it."""
+    answer = _solve(terms, target, timeout_ms, reference)
     if answer.status == "found":
         chosen = answer.subset or ()
         if len(set(chosen)) != len(chosen) or not all(0 <= j < len(terms) for j in chosen):
@@ -77,7 +80,8 @@ def solve(terms: list[linalg.Rows], target: linalg.Rows,
     return answer
 
 
-def _solve(terms: list[linalg.Rows], target: linalg.Rows, timeout_ms: int) -> SubsetAnswer:
+def _solve(terms: list[linalg.Rows], target: linalg.Rows, timeout_ms: int,
+           reference: tuple[int, ...] | None = None) -> SubsetAnswer:
     columns = [linalg.vec(t) for t in terms]
     goal = linalg.vec(target)
     shape = (len(target), len(target[0]) if target else 0)
@@ -104,12 +108,13 @@ def _solve(terms: list[linalg.Rows], target: linalg.Rows, timeout_ms: int) -> Su
     rows = integer_rows(columns, goal)
     fits = all(sum(abs(v) for v in row) < CPSAT_MAX_ROW_WEIGHT for row in rows)
     if len(columns) > Z3_MAX_TERMS and fits:
-        return _dense(rows, columns, goal, timeout_ms, shape)
+        return _dense(rows, columns, goal, timeout_ms, shape, reference)
     return _z3(columns, goal, timeout_ms)
 
 
 def _dense(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
-           timeout_ms: int, shape: tuple[int, int]) -> SubsetAnswer:
+           timeout_ms: int, shape: tuple[int, int],
+           reference: tuple[int, ...] | None = None) -> SubsetAnswer:
     """Beyond Z3_MAX_TERMS: an equation that alone has no integer solution is refuted exactly
     (`lattice functional`); then CP-SAT within a deterministic work limit (its presolve
     decides most systems at once, the same way on every machine); if that leaves the system
@@ -126,7 +131,7 @@ def _dense(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
     y = lattice.obstruction(columns, goal)  # the equations together (Hermite normal form)
     if y is not None:
         return _lattice_functional(goal, y, shape)
-    found = lattice.find(rows, len(columns), max(timeout_ms, DENSE_TIMEOUT_MS))
+    found = lattice.find(rows, len(columns), max(timeout_ms, DENSE_TIMEOUT_MS), reference)
     if found is not None:
         return SubsetAnswer("found", found)
     # the claim's remaining time, less a margin so that CP-SAT's own reason is reported
