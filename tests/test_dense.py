@@ -168,3 +168,11 @@ def test_lll_looks_for_j_near_a_reference(monkeypatch):
     with budget.limit(120):
         found = lattice.find(_rows(terms, target), m, 120_000, reference)
     assert found is not None and _sums_to(terms, target, found)
+
+
+def test_a_wrong_lattice_functional_is_an_internal_error(monkeypatch):
+    terms, target, _, _, _ = _planted(4, 40, 6, 0)  # reachable: no functional separates it
+    monkeypatch.setattr(lattice, "obstruction",
+                        lambda columns, goal, hermite=True: tuple(Fraction(1, 3) for _ in goal))
+    with budget.limit(120), pytest.raises(subset.WrongSubset):
+        subset.solve(terms, target)

@@ -124,13 +124,13 @@ def _dense(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
     re-checks it exactly."""
     y = lattice.obstruction(columns, goal, hermite=False)  # one equation alone: at once
     if y is not None:
-        return _lattice_functional(goal, y, shape)
+        return _lattice_functional(columns, goal, y, shape)
     first = _cpsat(rows, columns, goal, timeout_ms, deterministic=CPSAT_FIRST_WORK)
     if first.status != "unknown":
         return first
     y = lattice.obstruction(columns, goal)  # the equations together (Hermite normal form)
     if y is not None:
-        return _lattice_functional(goal, y, shape)
+        return _lattice_functional(columns, goal, y, shape)
     found = lattice.find(rows, len(columns), max(timeout_ms, DENSE_TIMEOUT_MS), reference)
     if found is not None:
         return SubsetAnswer("found", found)
@@ -208,9 +208,13 @@ def integer_rows(columns: list[linalg.Vec], goal: linalg.Vec) -> list[list[int]]
     return rows
 
 
-def _lattice_functional(goal: linalg.Vec, y: linalg.Vec, shape: tuple[int, int]
-                        ) -> SubsetAnswer:
-    """The integer-lattice refutation (`lattice.obstruction`), with Y shaped like the target."""
+def _lattice_functional(columns: list[linalg.Vec], goal: linalg.Vec, y: linalg.Vec,
+                        shape: tuple[int, int]) -> SubsetAnswer:
+    """The integer-lattice refutation (`lattice.obstruction`), with Y shaped like the target;
+    re-checked here before it refutes anything (as every J found is)."""
+    if (any(linalg.dot(y, c).denominator != 1 for c in columns)
+            or linalg.dot(y, goal).denominator == 1):
+        raise WrongSubset("internal error: the lattice functional does not separate the target")
     rows, cols = shape
     grid = tuple(tuple(y[r * cols + c] for c in range(cols)) for r in range(rows))
     return SubsetAnswer("none", certificate={
