@@ -57,12 +57,13 @@ def check_file(path: Path) -> tuple[Verdict, dict[str, Any]]:
     if problem:  # nothing in a malformed document is read, tied to files, or believed
         return Verdict("invalid", problem), doc
     reading, note = _reading(doc, path)
-    weights = {}
+    weights, checked = {}, doc
     if reading is not None:
         try:
             why = reading.stale(doc)
             if not why:
                 weights = reading.weights(doc)
+                checked = reading.read_skips(doc)  # a skip stored by its source, read
         except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as error:
             return Verdict("invalid", f"malformed certificate: {type(error).__name__}: "
                                       f"{error}"), doc
@@ -70,7 +71,7 @@ def check_file(path: Path) -> tuple[Verdict, dict[str, Any]]:
             why = str(error)
         if why:
             return Verdict("invalid", f"stale: {why}"), doc
-    verdict = verify(doc, weights)
+    verdict = verify(checked, weights)
     if note and verdict.status != "invalid":
         verdict = Verdict(verdict.status, "; ".join(x for x in (verdict.reason, note) if x))
     return verdict, doc

@@ -14,7 +14,8 @@ Where the evidence comes from (format 2):
 - a block beyond the exact-work limit (`MAX_EXACT_WEIGHTS`) stores, instead of its weights,
   `layers = {"weights": COUNT, "sources": [per layer {NAME: SOURCE}]}` with SOURCE
   `{"literal": true}` (the checker reads it from the spec) or
-  `{"file", "key", "transpose", "sha256"}`.
+  `{"file", "key", "transpose", "sha256"}`; a skip loaded from a file is then stored the same
+  way, as `skip = {"source": SOURCE}`.
 The checker re-reads all of it with its own reader (`checker/reading.py`).
 """
 
@@ -32,7 +33,15 @@ from . import certificates as cert
 from .decide.concrete import MAX_EXACT_WEIGHTS, weight_count
 from .language.arrays import external_files, settled, version
 from .language.parse import parse_text
-from .language.syntax import BlockDecl, LoadExpr, MatrixLit, SpecSyntax, VectorLit, WeightDecl
+from .language.syntax import (
+    BlockDecl,
+    LoadExpr,
+    MatrixLit,
+    SkipExpr,
+    SpecSyntax,
+    VectorLit,
+    WeightDecl,
+)
 from .model import Block, Claim, Spec
 from .result import Result
 
@@ -98,7 +107,16 @@ class Sources:
         return [layer.weights for layer in sorted(decl.layers, key=lambda x: x.number.value)]
 
     def loads(self, name: str) -> list[LoadExpr]:
-        return [w.value for ws in self.layers(name) for w in ws if isinstance(w.value, LoadExpr)]
+        skip = self.skip_load(name)
+        return [w.value for ws in self.layers(name) for w in ws
+                if isinstance(w.value, LoadExpr)] + ([skip] if skip is not None else [])
+
+    def skip_load(self, name: str) -> LoadExpr | None:
+        """The `skip load("file", "key")` of a block, if its skip is read from a file."""
+        for f in self.blocks[name].fields:
+            if f.name == "skip" and isinstance(f.value, SkipExpr):
+                return f.value.load
+        return None
 
     def source(self, value: LoadExpr | MatrixLit | VectorLit) -> dict[str, Any]:
         if not isinstance(value, LoadExpr):
@@ -118,10 +136,12 @@ def _by_source(block: Block, sources: Sources) -> dict[str, Any]:
 
 def block_json(block: Block, sources: Sources) -> dict[str, Any]:
     scalar = block.activation.scalar
+    skip_load = sources.skip_load(block.name)
     if block.layers is not None and weight_count(block) > MAX_EXACT_WEIGHTS:
         layers: Any = _by_source(block, sources)
     else:
         layers = None if block.layers is None else cert.layers(block.layers)
+        skip_load = None  # embedded like the weights
     biased = {"bias": True} if block.biased else {}  # absent: bias-free documents unchanged
     return {
         **biased,
@@ -131,10 +151,20 @@ def block_json(block: Block, sources: Sources) -> dict[str, Any]:
                        "param": None if scalar.param is None else cert.q(scalar.param),
                        "power": scalar.power, "coeffs": cert.vector(scalar.coeffs)},
         "dim": block.dim, "width": block.width, "depth": block.depth,
-        "skip": ({"matrix": cert.matrix(block.skip.matrix.rows)} if block.skip.matrix is not None
-                 else {"scale": cert.q(block.skip.scale or 0)}),
+        "skip": _skip_json(block, sources, skip_load),
         "layers": layers,
     }
+
+
+def _skip_json(block: Block, sources: Sources, by_source: LoadExpr | None) -> dict[str, Any]:
+    """`{"scale": c}`, `{"matrix": rows}`, or, for a block stored by its sources whose skip is
+    loaded from a file, `{"source": {"file", "key", "transpose", "sha256"}}`: the checker
+    reads that skip from the file itself, like the weights."""
+    if by_source is not None:
+        return {"source": sources.source(by_source)}
+    if block.skip.matrix is not None:
+        return {"matrix": cert.matrix(block.skip.matrix.rows)}
+    return {"scale": cert.q(block.skip.scale or 0)}
 
 
 def spec_path(spec_file: Path, certificate: Path) -> str:

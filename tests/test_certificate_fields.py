@@ -204,8 +204,8 @@ def test_a_wrong_solver_subset_is_an_internal_error(monkeypatch):
 
     real = subset._solve
 
-    def wrong(terms, target, timeout_ms):
-        answer = real(terms, target, timeout_ms)
+    def wrong(terms, target, timeout_ms, *reference):
+        answer = real(terms, target, timeout_ms, *reference)
         assert answer.status == "none"  # the honest answer for this block
         return subset.SubsetAnswer("found", (0,))
 

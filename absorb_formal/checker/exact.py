@@ -134,8 +134,19 @@ def sigma(activation: dict[str, Any], z: Fraction) -> Fraction:
     raise ValueError(f"{kind} has no exact values on Q")
 
 
-def skip_rows(block: dict[str, Any]) -> Rows:
+def _skip(block: dict[str, Any]) -> dict[str, Any]:
+    """The block's skip, `{"scale": c}` or `{"matrix": rows}`. A skip stored by its source
+    (`{"source": ...}`, a large block's loaded skip) is read from its file by `absorb-prove
+    check` (`reading.Reading.read_skips`) before anything here sees it."""
     skip = block["skip"]
+    if isinstance(skip, dict) and "source" in skip:
+        raise ValueError("the skip is stored by its source (a weight file): the checker reads "
+                         "it from the file, which needs the spec (absorb-prove check)")
+    return skip
+
+
+def skip_rows(block: dict[str, Any]) -> Rows:
+    skip = _skip(block)
     if "matrix" in skip:
         return mat(skip["matrix"])
     return eye(block["dim"], q(skip["scale"]))
@@ -168,7 +179,7 @@ def _plus(values: Vec, bias: Sequence[Any] | None) -> Vec:
 
 def skip_power_column(block: dict[str, Any], power: int, index: int) -> Vec:
     """S^power e_index, without building c·I for scalar skips."""
-    skip = block["skip"]
+    skip = _skip(block)
     d = block["dim"]
     if not 0 <= index < d:
         raise ValueError("direction index out of range")
@@ -183,12 +194,12 @@ def skip_power_column(block: dict[str, Any], power: int, index: int) -> Vec:
 
 
 def skip_rank(block: dict[str, Any]) -> int:
-    skip = block["skip"]
+    skip = _skip(block)
     if "scale" in skip:
         return block["dim"] if q(skip["scale"]) != 0 else 0
     return rank(mat(skip["matrix"]))
 
 
 def skip_is_zero(block: dict[str, Any]) -> bool:
-    skip = block["skip"]
+    skip = _skip(block)
     return q(skip["scale"]) == 0 if "scale" in skip else is_zero(mat(skip["matrix"]))

@@ -8,7 +8,8 @@ directory, and the same spec and certificate location always give the same bytes
 Staleness: the spec's bytes and every weight file's bytes must have the SHA-256 the
 document records, and the checker's own reading of them (`source.py`, `files.py`) must give
 exactly the blocks the document embeds: exact strings for blocks within the exact-work
-limit, matrix sources (literal, or file, key, transpose and file SHA-256) beyond it.
+limit, matrix sources (literal, or file, key, transpose and file SHA-256) beyond it, the
+skip too when it is loaded from a file (`read_skips` then gives `verify` the values).
 """
 
 from __future__ import annotations
@@ -152,8 +153,11 @@ class Reading:
     def loads(self, names: list[str]) -> list[Load]:
         found = []
         for name in names:
-            for layer in self.block(name).layer_list() or []:
+            block = self.block(name)
+            for layer in block.layer_list() or []:
                 found += [v for v in layer.values() if isinstance(v, Load)]
+            if isinstance(block.skip, Load):  # `skip load(...)`
+                found.append(block.skip)
         return found
 
     # ---- the blocks as documents embed them ------------------------------------------------
@@ -168,7 +172,7 @@ class Reading:
             stored: Any = None
         elif by_source:
             per_layer = dim * width * (3 if act["gated"] else 2)
-            count = depth * per_layer + (dim * dim if isinstance(b.skip, list) else 0)
+            count = depth * per_layer + (dim * dim if isinstance(b.skip, list | Load) else 0)
             stored = {"weights": count,
                       "sources": [{k: self._source(v) for k, v in layer.items()}
                                   for layer in layers]}
@@ -179,7 +183,37 @@ class Reading:
                 stored = [_zero_biases(layer, act["gated"], dim, width) for layer in stored]
         biased = {"bias": True} if b.bias else {}  # absent: bias-free documents unchanged
         return {**biased, "name": b.name, "activation": act, "dim": dim, "width": width,
-                "depth": depth, "skip": skip_json(b.skip), "layers": stored}
+                "depth": depth, "skip": self._skip_json(b, by_source and layers is not None),
+                "layers": stored}
+
+    def _skip_json(self, b: BlockSource, by_source: bool) -> dict[str, Any]:
+        """The skip as the prover embeds it; a loaded one is read from its file here, or, in a
+        block stored by its sources, stored as its source too (`proofs._skip_json`)."""
+        if not isinstance(b.skip, Load):
+            return skip_json(b.skip)
+        if by_source:
+            return {"source": self._source(b.skip)}
+        return {"matrix": self._strings(b.skip, f"block '{b.name}' skip")}
+
+    def read_skips(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """The document with every skip stored by its source (`{"source": ...}`) replaced by
+        the matrix the checker reads from that source itself, for `verify`. Call it after
+        `stale` found nothing: the source is then the spec's own `skip load(...)`."""
+        blocks = {}
+        for name, stored in doc["blocks"].items():
+            skip = stored.get("skip") if isinstance(stored, dict) else None
+            if isinstance(skip, dict) and "source" in skip:
+                b = self.block(name)
+                if not isinstance(b.skip, Load):
+                    raise Stale(f"block '{name}': the spec's skip is not loaded from a file")
+                found = self.matrix(b.skip, f"block '{name}' skip")
+                dim = _whole(b.dim)
+                if tuple(found.shape) != (dim, dim):
+                    raise Stale(f"block '{name}' skip: array {b.skip.key!r} has shape "
+                                f"{tuple(found.shape)}, not {dim}×{dim}")
+                stored = {**stored, "skip": {"matrix": _nested_str(found.rows())}}
+            blocks[name] = stored
+        return {**doc, "blocks": blocks}
 
     def _source(self, value: Value) -> dict[str, Any]:
         if not isinstance(value, Load):

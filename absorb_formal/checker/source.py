@@ -1,6 +1,7 @@
 """The checker's own reading of `.mlp` spec text (docs/language.md), independent of the prover.
 
-It reads only what determines a block's weights — activation, dim, width, depth, skip, and
+It reads only what determines a block's weights — activation, dim, width, depth, skip (a
+literal, or `load("file", "key")` with an optional `.T`), and
 per layer `up`, `down`, `gate` (a literal or `load("file", "key")`, either with an optional `.T`)
 and the bias fields `bias`, `up_bias`, `gate_bias`, `down_bias` — and the statement each
 `claim` line makes. It does not re-validate the spec (the prover refuses bad specs); text it
@@ -102,7 +103,7 @@ class BlockSource:
     dim: Fraction | None = None
     width: Fraction | None = None
     depth: Fraction = Fraction(1)
-    skip: Any = "identity"  # "identity" | "none" | Fraction | matrix rows
+    skip: Any = "identity"  # "identity" | "none" | Fraction | matrix rows | Load
     bias: bool = False
     weights: dict[str, Value] = field(default_factory=dict)  # depth-1 form
     layers: dict[int, dict[str, Value]] = field(default_factory=dict)  # `layer N { ... }`
@@ -228,6 +229,8 @@ class _Reader:
                 block.skip = self.take().text
             elif self.peek.kind == "number":
                 block.skip = self.number()
+            elif self.accept("load"):  # a learnable skip read from a weight file
+                block.skip = self.load()
             else:
                 block.skip = self.literal()
         elif word.text == "bias":
@@ -252,16 +255,7 @@ class _Reader:
             raise SourceError(f"unexpected weight {name!r}")
         self.take("=")
         if self.accept("load"):
-            self.take("(")
-            file = self.take(kind="string").text[1:-1]
-            self.take(",")
-            key = self.take(kind="string").text[1:-1]
-            self.take(")")
-            transpose = False
-            if self.accept("."):
-                self.take("T")
-                transpose = True
-            into[name] = Load(file, key, transpose)
+            into[name] = self.load()
         else:
             value = self.literal()
             if self.accept("."):  # `[[...]].T`: a literal matrix transposed
@@ -270,6 +264,19 @@ class _Reader:
                     raise SourceError(f"{where.line}:{where.column}: '.T' needs a matrix")
                 value = [list(column) for column in zip(*value, strict=True)]
             into[name] = value
+
+    def load(self) -> Load:
+        """`("file", "key")` after the word `load`, with an optional `.T`."""
+        self.take("(")
+        file = self.take(kind="string").text[1:-1]
+        self.take(",")
+        key = self.take(kind="string").text[1:-1]
+        self.take(")")
+        transpose = False
+        if self.accept("."):
+            self.take("T")
+            transpose = True
+        return Load(file, key, transpose)
 
     def literal(self) -> list[Any]:
         """`[1, 2]` or `[[1, 2], [3, 4]]` (a row is itself a literal)."""
@@ -389,6 +396,9 @@ def activation_json(act: tuple[str, str, list[Fraction]]) -> dict[str, Any]:
 
 
 def skip_json(skip: Any) -> dict[str, Any]:
+    """A skip written in the spec text (a loaded one is read by `reading.Reading`)."""
+    if isinstance(skip, Load):
+        raise SourceError("a skip loaded from a file is read with its file")
     if isinstance(skip, list):
         return {"matrix": [[str(x) for x in row] for row in skip]}
     scale = {"identity": Fraction(1), "none": Fraction(0)}.get(skip, skip)

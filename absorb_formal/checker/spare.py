@@ -134,7 +134,7 @@ def _factorisation(block: dict[str, Any], cert: dict[str, Any]) -> list[int]:
     require(all(0 <= k < d for k in columns) and columns == sorted(set(columns)),
             "the columns are not increasing indices below d")
     skip = block["skip"]
-    if "matrix" in skip:
+    if "matrix" in skip or "source" in skip:  # source: skip_rows says it is not read here
         _skeleton([list(row) for row in skip_rows(block)], columns, [int(r) for r in cert["rows"]])
     else:
         require("rows" not in cert, "S = cI needs no rows")

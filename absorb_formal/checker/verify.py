@@ -725,6 +725,16 @@ def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> N
         require(all(exact.dot(y, c) == 0 for c in columns), "<Y, W_l> != 0 for some term")
         require(exact.dot(y, goal) != 0, "<Y, T> = 0")
         require(q(ref["Y_dot_target"]) == exact.dot(y, goal), "the stored <Y, T> is wrong")
+    elif method == "lattice functional":  # no integer combination reaches T (dense regime)
+        y = tuple(x for row in exact.mat(ref["Y"]) for x in row)
+        require(len(y) == len(goal), "Y has the wrong shape")
+        require(all(v == 0 for i, v in enumerate(y)
+                    if goal[i] == 0 and all(c[i] == 0 for c in columns)),
+                "Y is non-zero where every term and the target vanish")
+        require(all(exact.dot(y, c).denominator == 1 for c in columns),
+                "<Y, W_l> is not an integer for some term")
+        require(exact.dot(y, goal).denominator != 1, "<Y, T> is an integer")
+        require(q(ref["Y_dot_target"]) == exact.dot(y, goal), "the stored <Y, T> is wrong")
     elif method == "unique combination":
         coefficients = exact.vec(ref["coefficients"])
         require(exact.rank(columns) == len(columns), "the terms are not independent")

@@ -20,7 +20,7 @@ with a biased one is read as biased with zero biases.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -92,6 +92,10 @@ class CanonicalForm:
     # §8.1 constant neurons d·σ(β) whose σ(β) is not rational (silu, gelu: σ(1)), kept
     # formally as (β, Σ d) sorted by β: they only enter the constant, never the search.
     constants: tuple[tuple[Fraction, Vec], ...] = ()
+    # The sign of α for the first neuron on each key (u = α ū): the block's own orientation.
+    # Not part of the form (equal functions may differ in it); the width search hands it to
+    # the dense-regime LLL search as a reference (a planted J flips few keys from it).
+    signs: tuple[int, ...] | None = field(default=None, compare=False)
 
     @property
     def p(self) -> int:
@@ -151,6 +155,7 @@ def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
     gamma = list(layer.down_bias or (zero,) * dim)
     sums: dict[tuple[Vec, Fraction], list[Fraction]] = {}
     formal: dict[Fraction, list[Fraction]] = {}
+    signs: dict[tuple[Vec, Fraction], int] = {}
     for i, u in enumerate(up):
         d = layer.down.column(i)
         if not any(d):
@@ -168,13 +173,15 @@ def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
         _accumulate(gamma, d, ridge_.a * b_up[i])  # σ(ℓ) = a·ℓ + e(ℓ): a·d_i·β_i
         weight = ridge_.b * abs(alpha) if ridge_.b is not None else Fraction(1)
         _accumulate(sums.setdefault((key, b_up[i] / alpha), [zero] * dim), d, weight)
+        signs.setdefault((key, b_up[i] / alpha), 1 if alpha > 0 else -1)
     found = sorted((k, tuple(v)) for k, v in sums.items() if any(v))
     keys = tuple((u, v) for (u, _), v in found)
+    orientation = tuple(signs[k] for k, _ in found)
     if not biased:
-        return CanonicalForm(ridge_, dim, lam, keys)
+        return CanonicalForm(ridge_, dim, lam, keys, signs=orientation)
     constants = tuple((beta, tuple(v)) for beta, v in sorted(formal.items()) if any(v))
     return CanonicalForm(ridge_, dim, lam, keys, tuple(beta for (_, beta), _ in found),
-                         tuple(gamma), constants)
+                         tuple(gamma), constants, signs=orientation)
 
 
 def _accumulate(acc: list[Fraction], d: Sequence[Fraction], weight: Fraction) -> None:

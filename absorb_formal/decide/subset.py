@@ -10,7 +10,11 @@ Decided in exact arithmetic, cheapest argument first:
    the equations and decides random d = 8, m = 128 instances in about 0.05 s, where z3 times
    out: benchmarks/RESULTS.md). Up to Z3_MAX_TERMS terms z3 answers first (the checker
    re-solves its own encoding with z3 and cvc5); z3 also takes the systems whose integers do
-   not fit CP-SAT's 64 bits.
+   not fit CP-SAT's 64 bits. In the dense regime (many more unknowns than equations) a target
+   that is not an integer combination of the terms is refuted exactly first (a Hermite normal
+   form gives a `lattice functional`); then CP-SAT's first try is bounded, then an LLL
+   reduction looks for a solution (`lattice.py`: it can find J, never refute), then CP-SAT
+   has the rest of the time.
 """
 
 from __future__ import annotations
@@ -23,12 +27,19 @@ from typing import Any
 
 from .. import budget, linalg
 from .. import certificates as cert
+from . import lattice
 
 MAX_ENUMERATED_FREE = 12
 Z3_TIMEOUT_MS = 20_000
 Z3_MAX_TERMS = 24
 # CP-SAT works in 64-bit integers; a row whose |coefficients| sum past this is left to z3.
 CPSAT_MAX_ROW_WEIGHT = 2**60
+# CP-SAT's first try in the dense regime, in its deterministic work units (about a second
+# of a quiet 2-core machine each); then LLL, then CP-SAT with the rest of the time.
+CPSAT_FIRST_WORK = 5.0
+# ... and its last try may use the claim's whole remaining time (`--timeout`), up to this.
+DENSE_TIMEOUT_MS = 120_000
+DENSE_MARGIN_MS = 1_000
 
 
 @dataclass(frozen=True)
@@ -47,12 +58,15 @@ class WrongSubset(RuntimeError):
 
 
 def solve(terms: list[linalg.Rows], target: linalg.Rows,
-          timeout_ms: int = Z3_TIMEOUT_MS) -> SubsetAnswer:
+          timeout_ms: int = Z3_TIMEOUT_MS,
+          reference: tuple[int, ...] | None = None) -> SubsetAnswer:
     """Find J ⊆ range(len(terms)) with Σ_{ℓ∈J} terms[ℓ] = target, or refute every J.
 
     Every J found, whichever solver found it, is re-checked here in exact arithmetic before
-    any caller builds a witness from it (§5 GLU flips, §4 width search)."""
-    answer = _solve(terms, target, timeout_ms)
+    any caller builds a witness from it (§5 GLU flips, §4 width search). `reference`: a
+    subset that solutions are expected to differ little from (the block's own orientation
+    in the width search); only the dense regime's LLL search uses it."""
+    answer = _solve(terms, target, timeout_ms, reference)
     if answer.status == "found":
         chosen = answer.subset or ()
         if len(set(chosen)) != len(chosen) or not all(0 <= j < len(terms) for j in chosen):
@@ -66,7 +80,8 @@ def solve(terms: list[linalg.Rows], target: linalg.Rows,
     return answer
 
 
-def _solve(terms: list[linalg.Rows], target: linalg.Rows, timeout_ms: int) -> SubsetAnswer:
+def _solve(terms: list[linalg.Rows], target: linalg.Rows, timeout_ms: int,
+           reference: tuple[int, ...] | None = None) -> SubsetAnswer:
     columns = [linalg.vec(t) for t in terms]
     goal = linalg.vec(target)
     shape = (len(target), len(target[0]) if target else 0)
@@ -93,8 +108,35 @@ def _solve(terms: list[linalg.Rows], target: linalg.Rows, timeout_ms: int) -> Su
     rows = integer_rows(columns, goal)
     fits = all(sum(abs(v) for v in row) < CPSAT_MAX_ROW_WEIGHT for row in rows)
     if len(columns) > Z3_MAX_TERMS and fits:
-        return _cpsat(rows, columns, goal, timeout_ms)
+        return _dense(rows, columns, goal, timeout_ms, shape, reference)
     return _z3(columns, goal, timeout_ms)
+
+
+def _dense(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
+           timeout_ms: int, shape: tuple[int, int],
+           reference: tuple[int, ...] | None = None) -> SubsetAnswer:
+    """Beyond Z3_MAX_TERMS: an equation that alone has no integer solution is refuted exactly
+    (`lattice functional`); then CP-SAT within a deterministic work limit (its presolve
+    decides most systems at once, the same way on every machine); if that leaves the system
+    open, the integer lattice of all the equations (exact, a Hermite normal form), then one
+    LLL reduction looks for a solution (`lattice.find`: a search that can only find,
+    never refute); then CP-SAT again with the rest of the time. Whatever finds J, `solve`
+    re-checks it exactly."""
+    y = lattice.obstruction(columns, goal, hermite=False)  # one equation alone: at once
+    if y is not None:
+        return _lattice_functional(columns, goal, y, shape)
+    first = _cpsat(rows, columns, goal, timeout_ms, deterministic=CPSAT_FIRST_WORK)
+    if first.status != "unknown":
+        return first
+    y = lattice.obstruction(columns, goal)  # the equations together (Hermite normal form)
+    if y is not None:
+        return _lattice_functional(columns, goal, y, shape)
+    found = lattice.find(rows, len(columns), max(timeout_ms, DENSE_TIMEOUT_MS), reference)
+    if found is not None:
+        return SubsetAnswer("found", found)
+    # the claim's remaining time, less a margin so that CP-SAT's own reason is reported
+    rest = budget.remaining_ms(max(timeout_ms, DENSE_TIMEOUT_MS)) - DENSE_MARGIN_MS
+    return _cpsat(rows, columns, goal, max(1, rest))
 
 
 def _separated(columns: list[linalg.Vec], goal: linalg.Vec, shape: tuple[int, int],
@@ -166,9 +208,26 @@ def integer_rows(columns: list[linalg.Vec], goal: linalg.Vec) -> list[list[int]]
     return rows
 
 
+def _lattice_functional(columns: list[linalg.Vec], goal: linalg.Vec, y: linalg.Vec,
+                        shape: tuple[int, int]) -> SubsetAnswer:
+    """The integer-lattice refutation (`lattice.obstruction`), with Y shaped like the target;
+    re-checked here before it refutes anything (as every J found is)."""
+    if (any(linalg.dot(y, c).denominator != 1 for c in columns)
+            or linalg.dot(y, goal).denominator == 1):
+        raise WrongSubset("internal error: the lattice functional does not separate the target")
+    rows, cols = shape
+    grid = tuple(tuple(y[r * cols + c] for c in range(cols)) for r in range(rows))
+    return SubsetAnswer("none", certificate={
+        "kind": "subset search", "method": "lattice functional", "Y": cert.matrix(grid),
+        "Y_dot_target": cert.q(linalg.dot(y, goal)),
+        "argument": "<Y, W_l> is an integer for every term and <Y, T> is not: no integer "
+                    "combination of the terms, hence no subset, reaches T"})
+
+
 def _cpsat(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
-           timeout_ms: int) -> SubsetAnswer:
-    """One worker and a fixed seed, so the answer (and the subset found) is reproducible."""
+           timeout_ms: int, deterministic: float | None = None) -> SubsetAnswer:
+    """One worker and a fixed seed, so the answer (and the subset found) is reproducible;
+    `deterministic` bounds CP-SAT's own work units (the same on every machine) as well."""
     from ortools.sat.python import cp_model
 
     q = len(columns)
@@ -180,6 +239,8 @@ def _cpsat(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_time_in_seconds = budget.remaining_ms(timeout_ms) / 1000
+    if deterministic is not None:
+        solver.parameters.max_deterministic_time = deterministic
     status = solver.solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # solve() re-checks the subset exactly, as for every solver

@@ -98,7 +98,10 @@ def feasible(cf: CanonicalForm, delta: tuple[int, ...], k: int
                  for i, row in zip(singles, projected, strict=True)]
         target = times(m_matrix(cf, plus), basis)
         target = tuple(tuple(-x for x in row) for row in target)
-        answer = subset.solve(terms, target)
+        # the block's own orientation, as a reference for the dense regime's LLL search
+        own = (tuple(j for j, i in enumerate(singles) if cf.signs[i] < 0)
+               if cf.signs is not None else None)
+        answer = subset.solve(terms, target, reference=own)
         if answer.status == "found":
             assert answer.subset is not None
             negated = {singles[j] for j in answer.subset}

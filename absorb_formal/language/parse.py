@@ -154,6 +154,12 @@ class ToSyntax(Transformer):
     def skip_matrix(self, meta: Any, children: list[Any]) -> SkipExpr:
         return SkipExpr("matrix", None, children[0], _pos(meta))
 
+    def skip_load(self, meta: Any, children: list[Any]) -> SkipExpr:
+        load, *transpose = children
+        if transpose:  # `skip load(...).T`
+            load = replace(load, transpose=True)
+        return SkipExpr("load", None, None, _pos(meta), load)
+
     def layer(self, meta: Any, children: list[Any]) -> LayerDecl:
         number, *weights = children
         return LayerDecl(number, tuple(weights), _pos(meta))

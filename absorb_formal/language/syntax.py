@@ -64,10 +64,11 @@ class ActivationExpr:
 
 @dataclass(frozen=True)
 class SkipExpr:
-    form: str  # "identity" | "none" | "scalar" | "matrix"
+    form: str  # "identity" | "none" | "scalar" | "matrix" | "load"
     scalar: Num | None
     matrix: MatrixLit | None
     pos: Pos
+    load: LoadExpr | None = None  # `skip load("file", "key")`, optionally `.T`
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,9 @@ class Validator:
         if expr.form == "scalar":
             assert expr.scalar is not None
             return Skip(dim or 0, scale=expr.scalar.value)
+        if expr.load is not None:  # a learnable skip from a weight file, any d
+            matrix = self.loaded(expr.load, "skip", (dim, dim), "dim × dim")
+            return Skip(dim, matrix=matrix) if matrix is not None and dim else None
         assert expr.matrix is not None
         matrix = self.literal(expr.matrix, "skip", (dim, dim), "dim × dim")
         return Skip(dim, matrix=matrix) if matrix is not None and dim else None

@@ -5,10 +5,11 @@
 Each file has the layout of the model it stands for, at a toy size so that the examples run
 in well under a second: a PyTorch nn.Sequential(Linear, ReLU, Linear) (state_dict keys
 "0.weight", "0.bias", "2.weight", "2.bias"; nn.Linear stores output × input), a Hugging Face
-GPT-2 MLP (Conv1D stores input × output; biases 1-D), and a LLaMA MLP (gate_proj, up_proj,
-down_proj; no biases; bfloat16). The safetensors files are written by hand (8-byte
-little-endian header length, JSON header, raw little-endian data), so that neither torch nor
-the safetensors package is needed. Same seed, same bytes.
+GPT-2 MLP (Conv1D stores input × output; biases 1-D), a LLaMA MLP (gate_proj, up_proj,
+down_proj; no biases; bfloat16), and a learnable skip (skip.npz, stored transposed). The
+safetensors files are written by hand (8-byte little-endian header length, JSON header, raw
+little-endian data), so that neither torch nor the safetensors package is needed.
+Same seed, same bytes.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ def main(folder: Path = HERE) -> None:
              "model.layers.0.mlp.up_proj.weight": normal(M, D),
              "model.layers.0.mlp.down_proj.weight": normal(D, M)}
     save_safetensors(folder / "llama_mlp.safetensors", llama, bf16=True)
+
+    # A learnable skip S = [[2, 0], [1, 1]], stored transposed (read back with `.T`).
+    np.savez(folder / "skip.npz", mix=np.array([[2, 1], [0, 1]], dtype=np.int8))
 
 
 if __name__ == "__main__":

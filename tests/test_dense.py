@@ -1,0 +1,178 @@
+"""The dense subset regime (issue 21, item 5): many more neurons than the d² equations of
+Σ_{i∈J} d_i u_iᵀ = −S/(2a). LLL (`decide/lattice.py`) finds planted subsets that CP-SAT's
+search misses; what it finds is re-checked exactly and certified as a witness like any J; it
+never refutes."""
+
+from __future__ import annotations
+
+import json
+import random
+from fractions import Fraction
+
+import pytest
+
+from absorb_formal import activations as acts
+from absorb_formal import budget, linalg
+from absorb_formal.checker import verify
+from absorb_formal.decide import lattice, subset
+from absorb_formal.decide.concrete import at_width
+from absorb_formal.model import Block, Layer, Matrix, Skip
+from absorb_formal.position import Pos
+
+
+def _planted(d: int, m: int, k: int, seed: int) -> tuple[list[linalg.Rows], linalg.Rows,
+                                                          list[int], list, list]:
+    rng = random.Random(f"dense-test/{d}/{m}/{k}/{seed}")
+    entry = lambda: Fraction(rng.randint(-9, 9), rng.randint(1, 4))  # noqa: E731
+    up = [[entry() for _ in range(d)] for _ in range(m)]
+    down = [[entry() for _ in range(m)] for _ in range(d)]
+    terms = [linalg.outer([row[i] for row in down], up[i]) for i in range(m)]
+    chosen = sorted(rng.sample(range(m), k))
+    target = linalg.zeros(d, d)
+    for i in chosen:
+        target = linalg.add(target, terms[i], Fraction(1))
+    return terms, target, chosen, up, down
+
+
+def _rows(terms: list[linalg.Rows], target: linalg.Rows) -> list[list[int]]:
+    return subset.integer_rows([linalg.vec(t) for t in terms], linalg.vec(target))
+
+
+def _sums_to(terms: list[linalg.Rows], target: linalg.Rows, chosen: tuple[int, ...]) -> bool:
+    total = linalg.zeros(len(target), len(target[0]))
+    for i in chosen:
+        total = linalg.add(total, terms[i], Fraction(1))
+    return total == target
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lll_finds_a_planted_subset_of_a_dense_system(seed):
+    terms, target, _, _, _ = _planted(4, 64, 7, seed)
+    with budget.limit(120):
+        found = lattice.find(_rows(terms, target), len(terms), 120_000)
+    assert found is not None and _sums_to(terms, target, found)
+
+
+def test_lll_is_not_tried_beyond_its_size_limit():
+    terms, target, _, _, _ = _planted(2, lattice.MAX_TERMS + 1, 3, 0)
+    assert lattice.find(_rows(terms, target), len(terms), 120_000) is None
+
+
+def test_a_wrong_lattice_candidate_is_an_internal_error(monkeypatch):
+    terms, target, chosen, _, _ = _planted(4, 64, 7, 0)
+    monkeypatch.setattr(subset, "CPSAT_FIRST_WORK", 0.0)  # CP-SAT gives up at once
+    monkeypatch.setattr(lattice, "find", lambda *a: tuple(chosen[1:]))
+    with budget.limit(120), pytest.raises(subset.WrongSubset):
+        subset.solve(terms, target)
+
+
+def test_the_dense_path_certifies_what_lll_finds(monkeypatch):
+    # CP-SAT's first try leaves the system open (no work allowed), LLL finds J, and the
+    # certificate is the usual witness, which the checker verifies from the block alone.
+    monkeypatch.setattr(subset, "CPSAT_FIRST_WORK", 0.0)
+    calls = []
+    real = lattice.find
+    monkeypatch.setattr(lattice, "find", lambda *a: calls.append(1) or real(*a))
+    d, m = 4, 64
+    terms, target, _, up, down = _planted(d, m, 7, 0)
+    skip = tuple(tuple(-x for x in row) for row in target)  # S = −2a·T with a = 1/2
+    block = Block("B", acts.simple("relu"), d, m, 1, Skip(d, matrix=Matrix(skip)),
+                  (Layer(Matrix(up), Matrix(down)),), Pos(1, 1))
+    with budget.limit(120):
+        decision = at_width(block, m)
+    assert calls and decision.absorbable is True
+    doc = _document(block, decision.certificate)
+    assert verify(doc).status == "valid"
+    broken = json.loads(json.dumps(doc))
+    broken["certificate"]["layers"][0]["up"][0][0] = "12345"
+    assert verify(broken).status == "invalid"
+
+
+def _document(block: Block, certificate: dict) -> dict:
+    from absorb_formal import certificates as cert
+    layer = block.layers[0]
+    return {
+        "format": "absorb_formal certificate 2", "spec": {"path": "x.mlp", "sha256": "0"},
+        "files": {}, "line": 1, "statement": "B is absorbable",
+        "claim": {"kind": "absorbable", "block": "B", "other": None, "modality": "",
+                  "width": block.width, "min_width": None},
+        "blocks": {"B": {"name": "B", "activation": {"name": "relu", "kind": "relu",
+                                                      "gated": False, "param": None,
+                                                      "power": None, "coeffs": []},
+                         "dim": block.dim, "width": block.width, "depth": 1,
+                         "skip": {"matrix": cert.matrix(block.skip.rows())},
+                         "layers": [{"up": cert.matrix(layer.up.rows),
+                                     "down": cert.matrix(layer.down.rows)}]}},
+        "outcome": "proved", "verdict": "", "method": "", "reason": "",
+        "certificate": json.loads(json.dumps(certificate))}
+
+
+def test_a_target_off_the_integer_lattice_gets_an_exact_lattice_functional():
+    terms, target, _, _, _ = _planted(4, 40, 6, 0)
+    columns = [linalg.vec(t) for t in terms]
+    assert lattice.obstruction(columns, linalg.vec(target)) is None  # a subset reaches it
+    moved = linalg.add(target, linalg.zeros(4, 4), Fraction(1))
+    moved = (tuple(x + (Fraction(1, 10**6) if c == 1 else 0) for c, x in enumerate(moved[0])),
+             *moved[1:])
+    y = lattice.obstruction(columns, linalg.vec(moved))
+    assert y is not None
+    assert all(linalg.dot(y, c).denominator == 1 for c in columns)
+    assert linalg.dot(y, linalg.vec(moved)).denominator != 1
+    answer = subset.solve(terms, moved)
+    assert answer.status == "none" and answer.certificate["method"] == "lattice functional"
+
+
+def test_the_checker_refuses_a_functional_that_is_not_integral_on_the_terms():
+    from absorb_formal.checker.verify import Invalid, subset_refutation
+    terms, target, _, _, _ = _planted(4, 40, 6, 0)
+    moved = (tuple(x + (Fraction(1, 10**6) if c == 1 else 0) for c, x in enumerate(target[0])),
+             *target[1:])
+    ref = subset.solve(terms, moved).certificate
+    subset_refutation(terms, moved, ref)  # valid as stored
+    halved = json.loads(json.dumps(ref))
+    halved["Y"] = [[str(Fraction(v) / 2) for v in row] for row in ref["Y"]]
+    halved["Y_dot_target"] = str(Fraction(ref["Y_dot_target"]) / 2)
+    with pytest.raises(Invalid, match="not an integer|is an integer"):
+        subset_refutation(terms, moved, halved)
+
+
+def test_the_hermite_form_sees_what_no_single_equation_shows():
+    # (1, 1) and (1, -1) span the even sublattice of Z²: each equation alone is solvable in
+    # integers, but (1, 0) is no integer combination of them.
+    columns = [(Fraction(1), Fraction(1)), (Fraction(1), Fraction(-1))]
+    goal = (Fraction(1), Fraction(0))
+    assert lattice.obstruction(columns, goal, hermite=False) is None
+    y = lattice.obstruction(columns, goal)
+    assert y is not None
+    assert all(linalg.dot(y, c).denominator == 1 for c in columns)
+    assert linalg.dot(y, goal).denominator != 1
+    assert lattice.obstruction(columns, (Fraction(2), Fraction(0))) is None  # (1,1) + (1,-1)
+
+
+def test_lll_looks_for_j_near_a_reference(monkeypatch):
+    # Integer weights ±1..9 make the lattice dense: with half the neurons' keys oriented
+    # against them, the J of the width search is not sparse, but it differs from the block's
+    # own orientation R by the planted flips only; the search looks for J = R Δ F, F short.
+    rng = random.Random("reference")
+    d, m, k = 4, 64, 6
+    entry = lambda: Fraction(rng.choice([-1, 1]) * rng.randint(1, 9))  # noqa: E731
+    terms = [linalg.outer([entry() for _ in range(d)], [entry() for _ in range(d)])
+             for _ in range(m)]
+    reference = tuple(sorted(rng.sample(range(m), m // 2)))
+    flips = set(rng.sample(range(m), k))
+    chosen = sorted(set(reference) ^ flips)
+    target = linalg.zeros(d, d)
+    for i in chosen:
+        target = linalg.add(target, terms[i], Fraction(1))
+    monkeypatch.setattr(lattice, "MAX_TRIES", 1)  # one reduction: the reference's lattice
+    with budget.limit(120):
+        found = lattice.find(_rows(terms, target), m, 120_000, reference)
+    assert found is not None and _sums_to(terms, target, found)
+
+
+def test_a_wrong_lattice_functional_is_an_internal_error(monkeypatch):
+    terms, target, _, _, _ = _planted(4, 40, 6, 0)  # reachable: no functional separates it
+    monkeypatch.setattr(lattice, "obstruction",
+                        lambda columns, goal, hermite=True: tuple(Fraction(1, 3) for _ in goal))
+    with budget.limit(120), pytest.raises(subset.WrongSubset):
+        subset.solve(terms, target)
