@@ -253,3 +253,27 @@ def test_the_exported_example_is_what_export_writes_now(tmp_path, monkeypatch):
                 io.StringIO(), io.StringIO())
     assert code == 0
     assert out.read_bytes() == (examples / "R_plain.safetensors").read_bytes()
+
+
+# ---- citations point at pages of the repository ------------------------------------------
+
+MISSING_PAGES = ("MATH.md", "LANGUAGE.md")  # now docs/rules.md, docs/language.md
+
+
+def _citing(text: str) -> list[int]:
+    return [n for n, line in enumerate(text.splitlines(), 1)
+            if any(page in line for page in MISSING_PAGES)]
+
+
+def test_nothing_cites_pages_the_repository_does_not_have():
+    """Code, docstrings, comments, specs and pages cite docs/rules.md (§N: its table
+    "Sections cited"), docs/certificates.md and docs/language.md."""
+    found = []
+    for folder in ("absorb_formal", "tests", "benchmarks", "specs", "docs"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix in (".py", ".mlp", ".md", ".lark") and path.name != "test_docs.py":
+                found += [f"{path.relative_to(ROOT)}:{n}"
+                          for n in _citing(path.read_text(encoding="utf-8"))]
+    found += [f"README.md:{n}" for n in _citing((ROOT / "README.md").read_text("utf-8"))]
+    assert not found, f"cite docs/rules.md instead: {found}"
+    assert _citing("see MATH.md §4\nfine\n(LANGUAGE.md)") == [1, 3]
