@@ -277,3 +277,10 @@ def test_nothing_cites_pages_the_repository_does_not_have():
     found += [f"README.md:{n}" for n in _citing((ROOT / "README.md").read_text("utf-8"))]
     assert not found, f"cite docs/rules.md instead: {found}"
     assert _citing("see MATH.md §4\nfine\n(LANGUAGE.md)") == [1, 3]
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()[-1]
+    assert ci.startswith("python3 -m venv .venv && ") and "'.[test,torch]'" in ci
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert ci in readme, f"README.md does not show .ci/run's command: {ci}"
