@@ -32,9 +32,12 @@ RUNNABLE, FRAGMENT = "mlp", "mlp-fragment"
 
 
 def fences(page: Path) -> list[tuple[str, str, int]]:
-    """(label, body, line) of every fenced block of a page."""
+    """(label, body, line) of every fenced block of a page. A fence that shows a file
+    (```mlp file=examples/x.mlp) is labelled "mlp-file": tests/test_shown_output.py checks
+    that it is the file, and runs the file where it lies."""
     text = page.read_text(encoding="utf-8")
-    return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1)
+    return [(m.group(1) + ("-file" if "file=" in m.group(0).split("\n", 1)[0] else ""),
+             m.group(2), text.count("\n", 0, m.start()) + 1)
             for m in FENCE.finditer(text)]
 
 
@@ -49,7 +52,7 @@ def _id(example: tuple[Path, str, int]) -> str:
 
 def test_every_page_has_examples():
     assert len(_examples(RUNNABLE)) >= 10
-    assert {page.name for page, _, _ in _examples(RUNNABLE)} >= {
+    assert {page.name for page, _, _ in _examples(RUNNABLE) + _examples("mlp-file")} >= {
         "README.md", "language.md", "rules.md", "tutorial.md"}
 
 
