@@ -150,8 +150,16 @@ def prove_report(source: str | Path, shown: str | None = None, *, engine: str = 
 
 def _decide_all(spec: Spec, engine: str, timeout: float, numeric: Options | None
                 ) -> tuple[list[Entry], bool]:
+    return decide_spec(spec, spec.statements, engine=engine, timeout=timeout, numeric=numeric)
+
+
+def decide_spec(spec: Spec, statements: Iterable[Statement], *, engine: str = "theory",
+                timeout: float = DEFAULT_TIMEOUT, numeric: Options | None = None
+                ) -> tuple[list[Entry], bool]:
+    """Decide some statements of a validated spec, in order, each under its own budget:
+    (one Entry per statement decided, whether Ctrl-C stopped it)."""
     entries: list[Entry] = []
-    for statement in spec.statements:
+    for statement in statements:
         start = time.perf_counter()
         try:
             exact, result = _decide_one(spec, statement, engine, timeout, numeric)

@@ -41,6 +41,8 @@ PATH is a spec file, or a folder searched recursively for *.mlp files.
 
   absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
   absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
+  absorb-prove scan CHECKPOINT [--json] [--write-spec FILE] [--certificates DIR]
+               [--export DIR] [--activation NAME] [--timeout S] [-j N]
   absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors
                [--dtype float64|float32|bfloat16] [--points N] [--force]
 
@@ -178,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="torch device (default auto: cuda when present)")
     parser.add_argument("--fit", action="store_true",
-                        help="adversarial gradient search for a plain block (depth 1)")
+                        help="adversarial gradient search for a plain block (ungated: "
+                             "any depth, biases)")
     parser.add_argument("--fit-restarts", type=int, default=8, metavar="K",
                         help="random restarts of --fit (default 8)")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
@@ -328,6 +331,10 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
         from .check_command import main as check_main
 
         return check_main(argv[1:], stdout, stderr)
+    if argv[:1] == ["scan"]:
+        from .scanner.command import main as scan_main
+
+        return scan_main(argv[1:], stdout, stderr)
     if argv[:1] == ["export"]:
         exported = parse(build_export_parser(), argv[1:], stdout, stderr)
         return exported if isinstance(exported, int) else run_export(exported, stdout, stderr)

@@ -115,7 +115,8 @@ def test_every_non_prose_field_of_a_stored_certificate_is_checked():
 def test_the_mutations_cover_every_certificate_kind():
     kinds = {doc["certificate"]["kind"] for _, doc in documents()}
     assert {"witness", "minimal width", "subset search", "lemma + direction", "rule",
-            "canonical forms", "linear rank", "homogeneity point", "parity point"} <= kinds
+            "canonical forms", "linear rank", "homogeneity point", "parity point",
+            "half-activation bound"} <= kinds
 
 
 @pytest.mark.parametrize("value, expected", [(3, 4), (True, False), ("1/2", "3/2"),

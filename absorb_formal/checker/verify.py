@@ -13,7 +13,7 @@ from typing import Any
 
 from sympy.polys.polyerrors import BasePolynomialError
 
-from . import exact, flips, forms, generic, lemmas, modular, smt, spare
+from . import exact, flips, forms, generic, half, lemmas, modular, smt, spare
 from .exact import Rows, q
 from .source import SourceError, read_statement
 
@@ -56,7 +56,8 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
             verdict = _verify(doc, weights or {})
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
-    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid) as error:
+    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
+            half.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
             BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
@@ -178,9 +179,9 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     if kind == "minimal width bounds":
         return all(_keys_ok(blocks, part) for part in (certificate["above"],
                                                         certificate["below"]) if part)
-    if kind == "witness":
-        return certificate.get("check") in ("canonical forms equal", spare.CHECK)
-    return kind in ("subset search", "canonical forms") + LARGE_REFUTATIONS
+    if kind == "witness":  # §8.4: a stack of per-layer witnesses keeps the biases too
+        return certificate.get("check") in ("canonical forms equal", spare.CHECK, STACK_CHECK)
+    return kind in ("subset search", "canonical forms", half.KIND) + LARGE_REFUTATIONS
 
 
 def _linear_ok(cert: dict[str, Any]) -> bool:
@@ -222,6 +223,8 @@ def _bias_ok_generic(claim: dict[str, Any], cert: dict[str, Any]) -> bool:
                                                   or generic_kind(cert["below"]))
     return False
 
+
+STACK_CHECK = "each layer's canonical form equals the block layer's"
 
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
@@ -388,6 +391,8 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         _parity_point_at_infinity(block, cert)
     elif kind == "lemma + direction":
         never_lemma(block, cert, concrete=True)
+    elif kind == half.KIND:  # docs/rules.md §9, any depth, with or without biases
+        half.check(block, width, cert)
     elif kind == "linear rank":
         family = _family(block)
         require(family[0] == "linear" and block["depth"] == 1, "linear rank needs depth-1 Lin")
@@ -822,11 +827,12 @@ FAMILY_TRUTHS = {
     "§8.3 subset condition": {"sometimes": True, "never": False},
     "§8.3 relu^2 flips": {"sometimes": True, "never": False},
     "§8.3 linear neuron in the block": {"sometimes": True, "never": False},
+    half.RULE: {"generically not": True, "always": False},  # docs/rules.md §9 (b), any depth
 }
 # The rules that hold with biases: the §4 ones whose argument keeps biases (plain, zero,
 # spare pairs, linear maps up to a constant) and the §8.3 table.
 BIASED_FAMILY_RULES = frozenset({"plain family", "zero weights", "spare pairs",
-                                 "§4 identity activation",
+                                 "§4 identity activation", half.RULE,
                                  *(r for r in FAMILY_TRUTHS if r.startswith("§8.3"))})
 GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu (§8.2)
 
@@ -865,6 +871,9 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
 def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
     act, m, d = block["activation"], block["width"], block["dim"]
     r = exact.skip_rank(block)
+    if rule == half.RULE:
+        half.check_family(block, width)
+        return
     if rule in ("plain family", "zero weights"):
         require(exact.skip_is_zero(block), "needs skip none")
         require(rule == "zero weights" or width >= m, "needs width >= m")

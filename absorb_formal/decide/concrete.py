@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import certificates as cert
 from ..model import Block, Layer, Matrix
-from . import flips, glu, large, linear, width
+from . import flips, glu, half_activation, large, linear, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import BIASED, Decision, undecided
 from .never import never
@@ -50,7 +50,11 @@ def pad(layer: Layer, size: int) -> Layer:
         return None if m is None else Matrix(list(m.rows) + zero_rows)
 
     down = Matrix([row + (Fraction(0),) * extra for row in layer.down.rows])
-    return Layer(grow(layer.up), down, grow(layer.gate))  # type: ignore[arg-type]
+    zeros = (Fraction(0),) * extra  # §8: dead neurons have zero biases; c′ is kept
+    return Layer(grow(layer.up), down, grow(layer.gate),  # type: ignore[arg-type]
+                 up_bias=None if layer.up_bias is None else layer.up_bias + zeros,
+                 gate_bias=None if layer.gate_bias is None else layer.gate_bias + zeros,
+                 down_bias=layer.down_bias)
 
 
 def plain_itself(block: Block, size: int) -> Decision | None:
@@ -142,14 +146,17 @@ def stacked(block: Block, size: int) -> Decision:
     if linear.slope(block) is None and ridge(block.activation) is None:
         return undecided(f"depth {block.depth} {block.activation} blocks are covered by no rule")
     assert block.layers is not None
+    below = half_activation.refute(block, size)  # §9: width < 2r refuted, any depth
+    if below is not None:
+        return below
     layers = []
     for n, layer in enumerate(block.layers, start=1):
         single = replace(block, depth=1, layers=(layer,))
         decision = depth_one(single, size)
         if decision.absorbable is not True:
             why = "is not absorbable" if decision.absorbable is False else "is undecided"
-            return undecided(f"layer {n} {why} at width {size} on its own; a stack is decided "
-                             "only when every layer is absorbable")
+            return undecided(f"layer {n} {why} at width {size} on its own, so no stack of "
+                             f"witnesses; {half_activation.why_silent(block, size)}")
         assert decision.witness is not None
         layers.append(decision.witness[0])
     common = max(layer.up.shape[0] for layer in layers)  # witnesses may be narrower than size
@@ -196,6 +203,8 @@ def biased_at_width(block: Block, size: int) -> Decision:
     cf = biased_keys(block)
     if cf is not None:  # §8.1: §4's width search over affine keys
         return ridge_width(cf, block, size)
+    if block.depth > 1 and ridge_ is not None and ridge_.a != 0:  # §8.4 stacks, §9 below
+        return stacked(block, size)
     if ridge_ is not None and ridge_.a != 0 and block.depth == 1:
         return undecided(f"{BIASED}: a constant neuron σ(β) is not rational (§8.1)")
     found = flips.decide(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
@@ -236,6 +245,8 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
         if large.construction(block) is not None:
             return large_minimal_width(block)
         return MinWidth(False, reason=BIASED if block.biased else too_large(block))
+    if block.depth > 1:  # §9 below, the stack of per-layer witnesses above (any bias)
+        return stack_minimal_width(block, known)
     if block.biased and biased_keys(block) is None:  # §8.1 below
         if large.construction(block) is None:
             return MinWidth(False, reason=BIASED)
@@ -312,3 +323,58 @@ def _bracket(block: Block, value: int, method: str) -> MinWidth:
     return MinWidth(True, value, method, {
         "kind": "minimal width", "width": value, "witness": above.certificate,
         "below": below.certificate if below else None})
+
+
+# ---- min width of stacks (depth ≥ 2) ---------------------------------------------------------
+
+def layer_width(block: Block, n: int) -> int | None:
+    """The least width known to absorb layer n alone (its min width, else the cheap choice of
+    the width search), or None when no rule decides that layer."""
+    assert block.layers is not None
+    single = replace(block, depth=1, layers=(block.layers[n],))
+    found = minimal_width(single, exhaustive=False)
+    if found.found:
+        return found.value
+    return found.bounds[1] if found.bounds is not None else None
+
+
+def stack_minimal_width(block: Block, known: tuple[int, bool] | None = None) -> MinWidth:
+    """Depth ≥ 2, O(a)+N σ: 2r ≤ min width ≤ the largest layer width (docs/rules.md §9, §5);
+    decided with a `minimal width` certificate when they meet, else bounds."""
+    assert block.layers is not None
+    if ridge(block.activation) is None:
+        return MinWidth(False, reason=f"no rule gives the minimal width of "
+                                               f"{block.activation} blocks of depth "
+                                               f"{block.depth}")
+    widths = [layer_width(block, n) for n in range(block.depth)]
+    found = half_activation.bound(block)
+    lo = max(1, 2 * found.rank) if found.rank is not None else 1
+    if any(w is None for w in widths):
+        return MinWidth(False, reason=f"min width >= {lo}; a layer's own width is "
+                                               "undecided, so no stack of witnesses bounds it")
+    hi = max(w for w in widths if w is not None)
+    if lo > hi:  # every layer absorbable below the proved bound: a bug; never state either
+        return MinWidth(False, reason=f"internal inconsistency: the half-activation "
+                                               f"bound {lo} exceeds the layers' width {hi}")
+    above = at_width(block, hi)
+    if known is not None and known[1] and lo <= known[0] < hi:  # a narrower stack, if theory's
+        narrower = at_width(block, known[0])
+        if narrower.absorbable is True:
+            hi, above = known[0], narrower
+    method = half_activation.STACK_METHOD if lo > 1 else "§5 stack of per-layer witnesses"
+    if above.absorbable is not True:
+        return MinWidth(False, reason=f"min width >= {lo}; the stack of per-layer "
+                                               f"witnesses at {hi} failed: {above.reason}")
+    if lo == hi:
+        below = half_activation.refute(block, hi - 1) if hi > 1 else None
+        return MinWidth(True, hi, method, {
+            "kind": "minimal width", "width": hi, "witness": above.certificate,
+            "below": below.certificate if below is not None else None})
+    below = half_activation.refute(block, lo - 1) if lo > 1 else None
+    return MinWidth(
+        False, method=method, bounds=(lo, hi),
+        certificate={"kind": "minimal width bounds", "lower": lo, "upper": hi,
+                     "below": below.certificate if below is not None else None,
+                     "above": above.certificate},
+        reason=f"min width is between {lo} and {hi} (half-activation bound below, "
+               "stack of per-layer witnesses above; docs/rules.md §9)")

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..model import Block
 from ..properties import properties
-from . import bias_families, skip
+from . import bias_families, half_activation, skip
 from .canonical import ridge
 from .decision import BIASED, Decision, undecided
 from .family_facts import ALWAYS, NEVER, Facts, with_example
@@ -40,6 +40,10 @@ def facts(block: Block, size: int) -> Facts:
             bias_table(block, size, out)
         else:
             _odd_linear(block, size, out)
+        half = half_activation.family(block, size)  # §9: relu stacks, any depth, w < 2d
+        if half is not None:
+            out.set("generically not", True, half_activation.METHOD, half)
+            out.set("always", False, half_activation.METHOD, half)
     if not out.truth and not out.reason:
         out.reason = BIASED if block.biased else (
             f"no rule of docs/rules.md §3–4 covers {block.activation} families of depth "

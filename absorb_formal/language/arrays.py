@@ -97,6 +97,33 @@ def load_array(path: Path, key: str, vector: bool = False) -> Loaded:
     return replace(row, bits=row.bits[0])
 
 
+def shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Every array's name and shape in a `.npz` or `.safetensors` file, from the headers
+    alone (no value is read); raises ArrayError for a file `load` would refuse as a whole
+    (not well-formed, or ambiguous)."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".safetensors":
+            with open(path, "rb") as stream:
+                header, _ = _header(path, stream, stamp(path))
+            return {k: tuple(e["shape"]) for k, e in header.items() if k != "__metadata__"}
+        if suffix == ".npz":
+            with open(path, "rb") as stream, zipfile.ZipFile(stream) as archive:
+                names = archive.namelist()
+                _unambiguous_npz(names, path.name)
+                out = {}
+                for name in names:
+                    with archive.open(name) as member:
+                        version = np.lib.format.read_magic(member)
+                        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                else np.lib.format.read_array_header_2_0)
+                        out[name[:-4]] = tuple(read(member)[0])
+                return out
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
+        raise ArrayError(f"cannot read {path.name!r}: {error}") from None
+    raise ArrayError(f"cannot list {path.name!r}: expected a .npz or .safetensors file")
+
+
 def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
     """`load_array(...).array()`: the checked values as a numpy array."""
     return load_array(path, key, vector).array()

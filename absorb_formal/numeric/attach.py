@@ -49,11 +49,9 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
         figure = {"skipped": str(error)}
     if figure is not None:
         extra["sanity"] = figure
-    if options.fit and width is not None and block.is_concrete and block.biased:
-        extra["fit"] = {"skipped": "blocks with biases: the fit has no biases yet "
-                                   "(docs/rules.md §8)"}
-        verdict += "; fit skipped: blocks with biases"
-    elif options.fit and width is not None and block.is_concrete and block.depth == 1:
+    # search_stack fits ungated stacks of any depth, with or without biases
+    fits = not block.activation.gated or (block.depth == 1 and not block.biased)
+    if options.fit and width is not None and block.is_concrete and fits:
         from .fit import fit_alarm, phrase
 
         try:

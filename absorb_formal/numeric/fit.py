@@ -6,7 +6,8 @@ residual of that solution, with greedy sign moves (negate one neuron) every 100 
 Restarts alternate random starts and starts on the block's own kink normals; for width ≤ 10
 the latter first sweep all neuron orientations, then descend. If the search reaches the
 tolerance where the prover said "not absorbable", something is wrong, and the run says so
-loudly. Depth 1 only.
+loudly. Depth 1 without biases by variable projection (`search`); stacks and blocks
+with biases by back-propagation through every layer (`search_stack`).
 """
 
 from __future__ import annotations
@@ -227,7 +228,10 @@ def fit_alarm(block: Block, width: int, result: Result, restarts: int,
     start = time.perf_counter()
     so_far, stopped = Best(), ""
     try:
-        error, runs = search(block, width, restarts, engine, best_so_far=so_far)
+        if block.depth == 1 and not block.biased:
+            error, runs = search(block, width, restarts, engine, best_so_far=so_far)
+        else:  # stacks and biases: every layer trained (docs/rules.md §9 refutations, §8)
+            error, runs = search_stack(block, width, restarts, engine, best_so_far=so_far)
     except budget.ClaimTimeout:  # keep the best error reached so far (issue 15.3)
         error, runs, stopped = so_far.error, so_far.runs, budget.timeout_reason()
     report: dict[str, Any] = {
@@ -257,3 +261,170 @@ def phrase(report: dict[str, Any]) -> str:
     if report.get("stopped"):
         said += f", stopped ({report['stopped']})"
     return f"fit width {report['width']}: {said}"
+
+
+# ---- stacks (depth ≥ 2) and blocks with biases -----------------------------------------------
+
+def _stack_start(block: Block, width: int, rng: np.random.Generator, informed: bool
+                 ) -> list[dict[str, np.ndarray]]:
+    """One plain layer per block layer: random (He-scaled), or the block's own rows cycled to
+    `width` with noise (where the block's kinks are), down random and small."""
+    d, biased = block.dim, block.biased
+    reference = from_block(block)
+    out = []
+    for layer in reference.layers:
+        m = len(layer["up"])
+        if informed and m:  # the block's neurons cycled to `width`, each copy's share of d_i
+            picks = [i % m for i in range(width)]
+            share = np.array([1.0 / picks.count(i) for i in picks])
+            params = {"up": layer["up"][picks].copy(),
+                      "down": layer["down"][:, picks] * share}
+            if biased:
+                params["up_bias"] = layer.get("up_bias", np.zeros(m))[picks].copy()
+                params["down_bias"] = layer.get("down_bias", np.zeros(d)).copy()
+        else:
+            params = {"up": rng.normal(size=(width, d)) * math.sqrt(2.0 / d),
+                      "down": rng.normal(size=(d, width)) * math.sqrt(1.0 / width)}
+            if biased:
+                params["up_bias"] = 0.1 * rng.normal(size=width)
+                params["down_bias"] = np.zeros(d)
+        out.append(params)
+    return out
+
+
+def _stack_sweep(block: Block, x: np.ndarray, y: np.ndarray, weight: np.ndarray,
+                 params: list[dict[str, np.ndarray]], rng: np.random.Generator
+                 ) -> list[dict[str, np.ndarray]]:
+    """Neuron orientations of an informed start (a flipped neuron, biases with it, is how a
+    layer's witness differs from the layer in the generic case, docs/rules.md §4): every sign
+    vector when there are at most 2^SWEEP_MAX, else as many random ones; the last layer's
+    down solved each time."""
+    scalar, biased = block.activation.scalar, block.biased
+    count = sum(len(p["up"]) for p in params)
+    trials = (itertools.product((1.0, -1.0), repeat=count) if count <= SWEEP_MAX else
+              (rng.choice((1.0, -1.0), size=count) for _ in range(2**SWEEP_MAX)))
+    best, chosen = math.inf, params
+    for signs in trials:
+        flat = np.array(signs)
+        trial, at = [], 0
+        for p in params:
+            k = len(p["up"])
+            flipped = dict(p, up=p["up"] * flat[at:at + k, None])
+            if biased:
+                flipped["up_bias"] = p["up_bias"] * flat[at:at + k]
+            trial.append(flipped)
+            at += k
+        _, _, act = _stack_forward(scalar, x, trial)
+        down, bias = _last_solve(act[-1], y, weight, biased)
+        value = float(((weight[:, None] * (act[-1] @ down.T + bias - y)) ** 2).mean())
+        if value < best:
+            best, chosen = value, trial
+    return [dict(p) for p in chosen]
+
+
+def _stack_forward(scalar: Scalar, x: np.ndarray, params: list[dict[str, np.ndarray]]
+                   ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Inputs h_{k−1}, pre-activations z_k and activations a_k of every layer (the last
+    layer's output is solved, not computed)."""
+    inputs, pre, act = [], [], []
+    h = x
+    for k, p in enumerate(params):
+        inputs.append(h)
+        z = h @ p["up"].T + p.get("up_bias", 0.0)
+        a = scalar.numpy(z)
+        pre.append(z)
+        act.append(a)
+        if k < len(params) - 1:
+            h = a @ p["down"].T + p.get("down_bias", 0.0)
+    return inputs, pre, act
+
+
+def _last_solve(a: np.ndarray, y: np.ndarray, weight: np.ndarray, biased: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(down, down_bias) of the last layer by weighted least squares."""
+    design = np.hstack([a, np.ones((len(a), 1))]) if biased else a
+    theta, *_ = np.linalg.lstsq(design * weight[:, None], y * weight[:, None], rcond=None)
+    return theta[: a.shape[1]].T, (theta[-1] if biased else np.zeros(y.shape[1]))
+
+
+def _stack_adam(block: Block, x: np.ndarray, y: np.ndarray, weight: np.ndarray,
+                params: list[dict[str, np.ndarray]], steps: int) -> list[dict[str, np.ndarray]]:
+    """Adam on the weighted loss mean(w²·|P(x) − y|²), the last layer's down solved each step
+    (variable projection), every other weight and bias trained by back-propagation."""
+    scalar, biased, n = block.activation.scalar, block.biased, len(x)
+    names = [[k for k in p if not (i == len(params) - 1 and k in ("down", "down_bias"))]
+             for i, p in enumerate(params)]
+    moments = {(i, k): (np.zeros_like(params[i][k]), np.zeros_like(params[i][k]))
+               for i, ks in enumerate(names) for k in ks}
+    for step in range(1, steps + 1):
+        inputs, pre, act = _stack_forward(scalar, x, params)
+        down, bias = _last_solve(act[-1], y, weight, biased)
+        params[-1]["down"], params[-1]["down_bias"] = down, bias
+        residual = 2.0 / n * (weight**2)[:, None] * (act[-1] @ down.T + bias - y)
+        grads: dict[tuple[int, str], np.ndarray] = {}
+        g_a = residual @ down
+        for k in range(len(params) - 1, -1, -1):
+            g_z = g_a * derivative(scalar, pre[k])
+            grads[k, "up"] = g_z.T @ inputs[k]
+            if biased:
+                grads[k, "up_bias"] = g_z.sum(axis=0)
+            if k:
+                g_h = g_z @ params[k]["up"]
+                grads[k - 1, "down"] = g_h.T @ act[k - 1]
+                if biased:
+                    grads[k - 1, "down_bias"] = g_h.sum(axis=0)
+                g_a = g_h @ params[k - 1]["down"]
+        lr = RATE * (0.5 * (1 + math.cos(math.pi * step / steps)) + 1e-3)
+        for key, (m, v) in moments.items():
+            g = grads[key]
+            m[:] = 0.9 * m + 0.1 * g
+            v[:] = 0.999 * v + 0.001 * g * g
+            i, name = key
+            params[i][name] = params[i][name] - lr * (m / (1 - 0.9**step)) / (
+                np.sqrt(v / (1 - 0.999**step)) + 1e-8)  # 1e-8: at an exact fit, stay
+    if not biased:
+        for p in params:
+            p.pop("up_bias", None)
+            p.pop("down_bias", None)
+    return params
+
+
+def search_stack(block: Block, width: int, restarts: int, engine: Backend, seed: int = 0,
+                 best_so_far: Best | None = None, steps: int = STEPS) -> tuple[float, int]:
+    """(best error on fresh points, restarts run) of the adversarial fit of a plain stack of
+    the block's depth and hidden width `width` (biases when the block has them), for ungated
+    blocks of any depth. Restarts alternate random and kink-informed starts."""
+    so_far = best_so_far if best_so_far is not None else Best()
+    assert block.is_concrete and not block.activation.gated
+    reference = from_block(block)
+    normals = reference.normals()
+    train = next(batches(block.dim, normals, SAMPLES, seed=seed + 1))
+    test = next(batches(block.dim, normals, 4 * SAMPLES, seed=seed + 2))
+    y_train, y_test = engine.evaluate(reference, train), engine.evaluate(reference, test)
+    weight = 1.0 / (1.0 + np.abs(y_train).max(axis=1))
+    rng = np.random.default_rng(seed)
+    best = math.inf
+    for run in range(1, restarts + 1):
+        informed = run % 2 == 0
+        params = _stack_start(block, width, rng, informed)
+        if informed:  # the sweep's best orientation is a candidate itself
+            params = _stack_sweep(block, train, y_train, weight, params, rng)
+            best = min(best, _stack_error(block, params, train, y_train, weight, test, y_test))
+        params = _stack_adam(block, train, y_train, weight, params, steps)
+        best = min(best, _stack_error(block, params, train, y_train, weight, test, y_test))
+        so_far.error, so_far.runs = best, run
+        if best <= FIT_TOLERANCE:
+            return best, run
+    return best, restarts
+
+
+def _stack_error(block: Block, params: list[dict[str, np.ndarray]], train: np.ndarray,
+                 y_train: np.ndarray, weight: np.ndarray, test: np.ndarray,
+                 y_test: np.ndarray) -> float:
+    """max |P − B| / (1 + |B|) on the test points, the last down re-solved on the train set."""
+    scalar = block.activation.scalar
+    _, _, act = _stack_forward(scalar, train, params)
+    down, bias = _last_solve(act[-1], y_train, weight, block.biased)
+    _, _, act = _stack_forward(scalar, test, params)
+    predicted = act[-1] @ down.T + bias
+    return float((np.abs(predicted - y_test) / (1 + np.abs(y_test))).max())

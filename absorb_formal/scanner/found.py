@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class ScanError(ValueError):
+    """A checkpoint scan cannot read: the message names the file, the tensor and what was
+    expected."""
+
+
 @dataclass(frozen=True)
 class TensorRef:
     """One tensor a block loads: `load("FILE", "KEY")`, with `.T` when `transpose`.

@@ -1,0 +1,239 @@
+"""`absorb-prove scan PATH`: the command line of `absorb_formal.scan` (`scanner.run.scan`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from .. import progress as bars
+from .. import proofs
+from ..api import DEFAULT_TIMEOUT
+from ..arguments import parse
+from ..model import Claim
+from .found import ScanError
+from .run import BlockAnswer, ScanReport, scan, with_expectations
+
+EXIT_OK, EXIT_NOT, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+DESCRIPTION = """\
+Find every MLP sublayer of a checkpoint and decide, for each, whether its residual
+x -> x + MLP(x) can be absorbed into a plain MLP: at the block's own width, and at which
+minimal width. The tensors are read exactly, by the same prover as `absorb-prove SPEC`.
+
+PATH is one of:
+  a folder with config.json and model.safetensors (or sharded weights with
+    model.safetensors.index.json, or .safetensors / .npz files);
+  a .safetensors or .npz file (config.json beside it is read when present);
+  an .onnx file (needs the onnx extra; found by graph pattern);
+  a PyTorch pickle (.bin/.pt/.pth, alone or in a folder; needs torch, loaded with
+    weights_only=True): its tensors are copied bit for bit into a new .safetensors
+    beside the --write-spec FILE (else a temporary folder), which is then read.
+
+MLP sublayers are found by the naming conventions of GPT-2 (Conv1D, input x output),
+GPT-J, GPT-NeoX, BERT/RoBERTa/ViT, OPT/Phi, T5 (plain and gated), LLaMA/Mistral/Qwen/
+Gemma and Mixtral experts; attention, norms and embeddings are passed over and listed.
+The activation comes from config.json (hidden_activation, hidden_act,
+activation_function, dense_act_fn, feed_forward_proj): gelu_new and gelu_pytorch_tanh
+are gelu_tanh, gelu the exact erf gelu, silu in a gated block swiglu. --activation
+overrides it (a Hugging Face name or any activation of the language).
+"""
+
+EPILOG = """\
+output:
+  A table, one row per sublayer: NAME (its module path), ACTIVATION, DIM, WIDTH, BIAS,
+  ABSORBABLE at its own width (yes / no / unknown), MIN WIDTH (N when exact, LO..HI for
+  proved bounds, LO.. when no width is known to work, none when no width works), METHOD
+  and the seconds it took; then what was skipped and why, and a summary line. A progress
+  bar goes to stderr on a terminal.
+  With --json, stdout holds one JSON document instead:
+    {"path", "blocks": [{"name", "where", "activation", "dim", "width", "bias",
+     "absorbable": "yes"|"no"|"unknown", "min_width": [lo, hi], "method", "reason",
+     "seconds"}], "skipped": [{"where", "why"}], "spec", "certificates", "export",
+     "exit_code"}
+  min_width: lo = hi when exact; hi null when no upper bound is known; [null, null]
+  when no width absorbs the block (proved). "name" is the block's name in the spec.
+
+files:
+  --write-spec FILE  the spec that was decided: one block per sublayer loading its
+                     tensors from the checkpoint (paths relative to FILE), with
+                     `claim NAME is absorbable` and `query NAME`, each with its outcome
+                     as `# expect:`, so `absorb-prove --expect FILE` reproduces the
+                     answers. Never replaces an existing FILE (exit 2).
+  --certificates DIR one certificate document per claim (as `absorb-prove
+                     --certificates`); needs --write-spec (the documents cite the spec).
+  --export DIR       the skip-free checkpoint: each sublayer replaced by a plain MLP,
+                     proved equal to x + MLP(x), at its least proved width (all padded
+                     to the largest, with zero neurons); tensor names and layout as in
+                     the input, other tensors unchanged, config.json's width keys updated
+                     and an "absorb_formal" entry saying which sublayers lost their skip.
+                     Refused when some sublayer has no proved width. DIR must not exist
+                     or be empty.
+
+exit codes:
+  0  every sublayer decided at its own width (yes or no)
+  1  (not used: a "no" is an answer, not a failure)
+  2  an error: unreadable checkpoint, unknown activation, a tensor of the wrong shape,
+     FILE or DIR exists, --export impossible
+  3  some sublayer unknown at its own width
+  130 interrupted
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="absorb-prove scan", description=DESCRIPTION,
+                                     epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path, metavar="PATH", help="checkpoint folder or file")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--write-spec", type=Path, metavar="FILE",
+                        help="write the decided spec to FILE")
+    parser.add_argument("--certificates", type=Path, metavar="DIR",
+                        help="write certificate documents (needs --write-spec)")
+    parser.add_argument("--export", type=Path, metavar="DIR",
+                        help="write the skip-free checkpoint to DIR")
+    parser.add_argument("--activation", metavar="NAME", help="override config.json's")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
+    parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
+                        help="decide N sublayers at once, in N processes (default 1)")
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("needs a whole number >= 1")
+    return value
+
+
+def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
+    args = parse(build_parser(), argv, stdout, stderr)
+    if isinstance(args, int):
+        return args
+    problem = _refusal(args)
+    if problem:
+        print(f"absorb-prove scan: error: {problem}", file=stderr)
+        return EXIT_ERROR
+    shown = None if args.json else stderr
+    bar = bars.bar("scan", "block", stream=shown, delay=0.0)
+
+    def tick(block: object) -> None:
+        if bar is not None:
+            bar.set_postfix_str(getattr(block, "where", ""))
+            bar.update()
+
+    if args.write_spec is not None:
+        args.write_spec.parent.mkdir(parents=True, exist_ok=True)  # its loads are relative
+    try:
+        report = scan(args.path, activation=args.activation, timeout=args.timeout,
+                      spec_file=args.write_spec, progress=tick, workers=args.jobs)
+    except ScanError as error:
+        print(f"absorb-prove scan: error: {error}", file=stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if bar is not None:
+            bar.close()
+    files: dict[str, object] = {}
+    code = EXIT_INTERRUPTED if report.interrupted else _code(report.blocks)
+    try:
+        if args.write_spec is not None and report.report is not None:
+            files["spec"] = str(_write_spec(report, args.write_spec))
+            if args.certificates is not None:
+                files["certificates"] = _store(report, args.write_spec, args.certificates)
+        if args.export is not None:
+            from .export import export_checkpoint
+
+            files["export"] = str(export_checkpoint(report, args.export))
+    except ScanError as error:
+        print(f"absorb-prove scan: error: {error}", file=stderr)
+        code = EXIT_ERROR
+    if args.json:
+        print(json.dumps({**report.as_json(), **{k: files.get(k) for k in
+                                                 ("spec", "certificates", "export")},
+                          "exit_code": code}, indent=2), file=stdout)
+    else:
+        print(table(report), file=stdout)
+        for key, value in files.items():
+            print(f"{key}: {value}", file=stdout)
+    return code
+
+
+def _refusal(args: argparse.Namespace) -> str:
+    if args.certificates is not None and args.write_spec is None:
+        return "--certificates needs --write-spec FILE (the documents cite the spec)"
+    if args.write_spec is not None:
+        if args.write_spec.exists():
+            return f"{args.write_spec} exists; scan never replaces a file (remove it first)"
+        if args.write_spec.suffix != ".mlp":
+            return f"--write-spec {args.write_spec}: a spec file ends in .mlp"
+    if args.export is not None and args.export.exists() and (
+            not args.export.is_dir() or any(args.export.iterdir())):
+        return f"--export {args.export}: exists and is not an empty folder"
+    if args.timeout < 0:
+        return "--timeout must be >= 0"
+    return ""
+
+
+def _code(blocks: list[BlockAnswer]) -> int:
+    return EXIT_UNKNOWN if any(b.absorbable == "unknown" for b in blocks) else EXIT_OK
+
+
+def _write_spec(report: ScanReport, target: Path) -> Path:
+    assert report.report is not None
+    lines = report.spec_text.rstrip("\n").split("\n")
+    text = with_expectations(lines, report.report)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "x", encoding="utf-8") as stream:  # never replaces a file
+        stream.write(text)
+    return target
+
+
+def _store(report: ScanReport, spec_file: Path, folder: Path) -> int:
+    """Certificate documents for the claims, as `absorb-prove --certificates` writes them."""
+    assert report.report is not None and report.report.spec is not None
+    written = 0
+    for entry in report.report.entries:
+        if not isinstance(entry.statement, Claim):
+            continue
+        target = folder / proofs.file_name(spec_file.name, entry.statement.pos.line)
+        doc = proofs.document(report.report.spec, entry.statement, entry.exact or entry.result,
+                              spec_file, target)
+        if proofs.write(target, proofs.encode(doc), update=False) == "differs":
+            raise ScanError(f"{target}: exists with other content; not replaced")
+        written += 1
+    return written
+
+
+def _width(answer: BlockAnswer) -> str:
+    lo, hi = answer.min_width
+    if lo is None and hi is None:
+        return "none"
+    if hi is None:
+        return f"{lo}.."
+    return str(lo) if lo == hi else f"{lo}..{hi}"
+
+
+def table(report: ScanReport) -> str:
+    head = ("NAME", "ACTIVATION", "DIM", "WIDTH", "BIAS", "ABSORBABLE", "MIN WIDTH", "METHOD",
+            "SECONDS")
+    rows = [(a.block.where, a.block.activation, str(a.block.dim), str(a.block.width),
+             "yes" if a.block.biased else "no", a.absorbable, _width(a), a.method or "-",
+             f"{a.seconds:.1f}") for a in report.blocks]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+           for row in [head, *rows]]
+    for answer in report.blocks:
+        if answer.reason:
+            out.append(f"  {answer.block.where}: {answer.reason}")
+    for skipped in report.skipped:
+        out.append(f"skipped: {skipped.where}: {skipped.why}")
+    counts = {k: sum(a.absorbable == k for a in report.blocks) for k in ("yes", "no", "unknown")}
+    out.append(f"scan: {len(report.blocks)} MLP sublayer(s): {counts['yes']} absorbable, "
+               f"{counts['no']} not absorbable, {counts['unknown']} unknown at their own width"
+               + ("; interrupted" if report.interrupted else ""))
+    return "\n".join(out)

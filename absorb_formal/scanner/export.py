@@ -1,0 +1,163 @@
+"""`scan --export DIR`: the skip-free checkpoint.
+
+Each MLP sublayer is replaced by the plain MLP proved equal to its residual x + MLP(x), at
+the least width the scan proved (every sublayer padded with zero neurons to the largest, so
+that one config width fits all). Tensor names and layouts stay as in the input (GPT-2's
+Conv1D stays input × output); every other tensor is copied bit for bit; config.json's width
+keys are updated, and an `absorb_formal` entry lists the sublayers that lost their skip: the
+model code must run those without the residual around them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import export as single
+from ..language.arrays import load_array
+from .found import ScanError, TensorRef
+from .run import BlockAnswer, ScanReport
+from .writing import Entry, write_safetensors
+
+WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_dim",
+              "decoder_ffn_dim", "ffn_hidden_size", "mlp_dim")
+_FROM_NUMPY = {"float64": "F64", "float32": "F32"}  # bfloat16 arrays are uint16 bit patterns
+
+
+def export_checkpoint(report: ScanReport, out: Path) -> Path:
+    """Write the skip-free checkpoint of a scanned safetensors / npz checkpoint to `out`
+    (a new or empty folder); ScanError when some sublayer has no proved width."""
+    if report.report is None or report.report.spec is None or not report.blocks:
+        raise ScanError("--export: nothing was decided, so there is nothing to export")
+    if report.interrupted:
+        raise ScanError("--export: the scan was interrupted")
+    missing = [a for a in report.blocks if a.proved_width is None]
+    if missing:
+        raise ScanError("--export: no width is proved to absorb " + ", ".join(
+            f"{a.block.where} ({a.absorbable} at width {a.block.width}; min width "
+            f"{_shown(a)})" for a in missing[:5]) + ": there is no skip-free checkpoint to "
+            "write")
+    checkpoint = report.checkpoint
+    assert checkpoint is not None
+    if checkpoint.kind not in ("safetensors", "npz"):
+        raise ScanError(f"--export writes safetensors and npz checkpoints; {report.path} is "
+                        f"{checkpoint.kind} (use `absorb-prove export --out FILE.onnx` per "
+                        "block)")
+    width = max(int(a.proved_width or 0) for a in report.blocks)
+    replaced: dict[str, np.ndarray] = {}
+    rounding: dict[str, float] = {}
+    for answer in report.blocks:
+        tensors, rounding[answer.block.where] = _plain_tensors(report, answer, width,
+                                                               checkpoint.root)
+        replaced.update(tensors)
+    staging = Path(tempfile.mkdtemp(prefix=".absorb-export-", dir=out.parent
+                                    if out.parent.exists() else None))
+    try:
+        name = "model.safetensors" if checkpoint.kind == "safetensors" else "model.npz"
+        _write(checkpoint.root, checkpoint.tensors, replaced, staging / name)
+        config = dict(checkpoint.config)
+        for key in WIDTH_KEYS:
+            if key in config:
+                config[key] = width
+        if not any(key in config for key in WIDTH_KEYS) and config.get("model_type") == "gpt2":
+            config["n_inner"] = width
+        config["absorb_formal"] = {
+            "skip_absorbed": [a.block.where for a in report.blocks], "width": width,
+            "note": "each listed MLP sublayer alone computes x + MLP(x) of the original "
+                    "model: run it without the residual connection around it",
+            "widths_proved": {a.block.where: a.proved_width for a in report.blocks},
+            # largest |stored − exact| / |exact| over each sublayer's entries: 0 means the
+            # stored tensors are the exact witness, and `equals` proves them equal
+            "max_rounding_rel_error": {k: float(f"{v:.6g}") for k, v in rounding.items()}}
+        (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n",
+                                             encoding="utf-8")
+        out.mkdir(parents=True, exist_ok=True)
+        for item in staging.iterdir():
+            target = out / item.name
+            if target.exists():
+                raise ScanError(f"{target}: exists; not replaced")
+            shutil.move(str(item), target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def _shown(answer: BlockAnswer) -> str:
+    lo, hi = answer.min_width
+    return "none" if lo is None and hi is None else f"{lo}..{hi if hi is not None else ''}"
+
+
+def _plain_tensors(report: ScanReport, answer: BlockAnswer, width: int, root: Path
+                   ) -> tuple[dict[str, np.ndarray], float]:
+    """The sublayer's plain MLP as tensors named and laid out as its own, in its dtype
+    (correctly rounded), and the largest relative rounding error."""
+    assert report.report is not None and report.report.spec is not None
+    block = answer.block
+    model = report.report.spec.blocks[block.name]
+    try:
+        witness = single.find_witness(model, answer.proved_width)
+    except single.ExportError as error:
+        raise ScanError(f"--export: {block.where}: {error}") from None
+    dtype = _dtype(root, block.up)
+    rounded = single.padded(single.rounded_arrays(witness.layers, dtype)
+                            if witness.layers is not None
+                            else single.construction_arrays(model, dtype), width)
+    out = {}
+    for field, item in rounded.items():
+        ref: TensorRef | None = getattr(block, field)
+        if ref is None:  # a bias the witness needs and the input lacks: its usual name
+            weight = getattr(block, "down" if field == "down_bias" else
+                             "gate" if field == "gate_bias" else "up")
+            ref = TensorRef(weight.file, weight.key.removesuffix(".weight") + ".bias")
+        values = item.values
+        out[ref.key] = values.T if ref.transpose else values
+    return out, max((r.max_rel_error for r in rounded.values()), default=0.0)
+
+
+def _dtype(root: Path, ref: TensorRef) -> str:
+    loaded = load_array(root / ref.file, ref.key)
+    if loaded.kind == "bf16":
+        return "bfloat16"
+    return "float64" if loaded.bits.dtype == np.float64 else "float32"
+
+
+def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
+           replaced: dict[str, np.ndarray], target: Path) -> None:
+    names = list(tensors) + [k for k in replaced if k not in tensors]
+    if target.suffix == ".npz":  # members copied as stored; replaced ones written anew
+        with open(target, "xb") as stream, zipfile.ZipFile(stream, "w") as archive:
+            for name in names:
+                if name in replaced:
+                    member = io.BytesIO()
+                    np.lib.format.write_array(member, np.ascontiguousarray(replaced[name]))
+                    archive.writestr(f"{name}.npy", member.getvalue())
+                else:
+                    with zipfile.ZipFile(root / tensors[name][0]) as source:
+                        archive.writestr(f"{name}.npy", source.read(f"{name}.npy"))
+        return
+    entries: list[Entry] = []
+    for name in names:
+        if name in replaced:
+            array = np.ascontiguousarray(replaced[name])
+            code = "BF16" if array.dtype == np.uint16 else _FROM_NUMPY[array.dtype.name]
+            entries.append((name, code, list(array.shape),
+                            array.astype(array.dtype.newbyteorder("<")).tobytes()))
+        else:
+            entries.append((name, *_raw(root / tensors[name][0], name)))
+    write_safetensors(target, entries, {"format": "absorb_formal scan export 1"})
+
+
+def _raw(path: Path, key: str) -> tuple[str, list[int], bytes]:
+    """A safetensors tensor as stored: dtype code, shape, bytes (copied, never converted)."""
+    with open(path, "rb") as stream:
+        size = int.from_bytes(stream.read(8), "little")
+        entry = json.loads(stream.read(size))[key]
+        start, end = entry["data_offsets"]
+        stream.seek(8 + size + start)
+        return entry["dtype"], list(entry["shape"]), stream.read(end - start)

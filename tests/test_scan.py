@@ -1,0 +1,313 @@
+"""`absorb-prove scan`: finding MLP sublayers by naming convention, deciding them, writing the
+spec, certificates and the skip-free checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import absorb_formal
+from absorb_formal.export import _write_safetensors
+from absorb_formal.scanner.find import ScanError, find_named, language_activation, open_checkpoint
+
+RNG_SEED = 7
+
+
+def _save(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    if path.suffix == ".npz":
+        np.savez(path, **tensors)
+    else:
+        with open(path, "wb") as stream:
+            _write_safetensors(stream, tensors, {})
+
+
+def _planted(d: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """up (m×d), down (d×m) with down[:, :d] up[:d] = −I: absorbable at width m (J = 1..d)."""
+    up = rng.integers(-3, 4, size=(m, d)).astype(np.float32)
+    down = rng.integers(-3, 4, size=(d, m)).astype(np.float32)
+    up[:d], down[:, :d] = np.eye(d), -np.eye(d)
+    return up, down
+
+
+def gpt2(folder: Path, activation: str = "relu", layers: int = 2, d: int = 3, m: int = 4
+         ) -> Path:
+    """A GPT-2-shaped checkpoint: Conv1D (input × output), layer 0 planted absorbable."""
+    rng = np.random.default_rng(RNG_SEED)
+    tensors = {"transformer.wte.weight": np.ones((10, d), np.float32)}
+    for i in range(layers):
+        up, down = _planted(d, m, rng) if i == 0 else (
+            rng.integers(-3, 4, size=(m, d)).astype(np.float32),
+            rng.integers(-3, 4, size=(d, m)).astype(np.float32))
+        tensors[f"transformer.h.{i}.ln_1.weight"] = np.ones(d, np.float32)
+        tensors[f"transformer.h.{i}.attn.c_attn.weight"] = np.ones((d, 3 * d), np.float32)
+        tensors[f"transformer.h.{i}.mlp.c_fc.weight"] = up.T.copy()
+        tensors[f"transformer.h.{i}.mlp.c_proj.weight"] = down.T.copy()
+    folder.mkdir(parents=True, exist_ok=True)
+    _save(folder / "model.safetensors", tensors)
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "gpt2", "n_embd": d, "n_inner": m, "activation_function": activation}))
+    return folder
+
+
+def llama_sharded(folder: Path, d: int = 3, m: int = 4) -> Path:
+    rng = np.random.default_rng(RNG_SEED)
+    folder.mkdir(parents=True, exist_ok=True)
+    weight_map = {}
+    for i in range(2):
+        shard = f"model-0000{i + 1}-of-00002.safetensors"
+        names = {f"model.layers.{i}.mlp.{p}.weight": rng.integers(-3, 4, size=shape)
+                 .astype(np.float32) for p, shape in (("gate_proj", (m, d)), ("up_proj", (m, d)),
+                                                      ("down_proj", (d, m)))}
+        names[f"model.layers.{i}.self_attn.q_proj.weight"] = np.ones((d, d), np.float32)
+        _save(folder / shard, names)
+        weight_map.update(dict.fromkeys(names, shard))
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "llama", "hidden_size": d, "intermediate_size": m, "hidden_act": "silu"}))
+    return folder
+
+
+# ---- finding --------------------------------------------------------------------------------
+
+def test_gpt2_conv1d_blocks_are_found_transposed_and_the_rest_listed(tmp_path):
+    found, skipped = find_named(open_checkpoint(gpt2(tmp_path / "g")), None)
+    assert [b.where for b in found] == ["transformer.h.0.mlp", "transformer.h.1.mlp"]
+    block = found[0]
+    assert (block.dim, block.width, block.activation) == (3, 4, "relu")
+    assert block.up.transpose and block.down.transpose  # Conv1D stores input × output
+    assert {s.why for s in skipped} == {"not an MLP sublayer"}
+    assert any("attention" in s.where for s in skipped) and any("norm" in s.where
+                                                                for s in skipped)
+
+
+def test_sharded_llama_blocks_are_gated_swiglu_from_config(tmp_path):
+    found, _ = find_named(open_checkpoint(llama_sharded(tmp_path / "l")), None)
+    assert [(b.where, b.activation, b.gate is not None) for b in found] == [
+        ("model.layers.0.mlp", "swiglu", True), ("model.layers.1.mlp", "swiglu", True)]
+    assert found[1].up.file == "model-00002-of-00002.safetensors"
+
+
+@pytest.mark.parametrize("names, gated, expected", [
+    ({"encoder.layer.0.intermediate.dense": (4, 3), "encoder.layer.0.output.dense": (3, 4),
+      "encoder.layer.0.attention.output.dense": (3, 3)}, False, "encoder.layer.0"),
+    ({"model.decoder.layers.0.fc1": (4, 3), "model.decoder.layers.0.fc2": (3, 4)}, False,
+     "model.decoder.layers.0"),
+    ({"encoder.block.0.layer.1.DenseReluDense.wi": (4, 3),
+      "encoder.block.0.layer.1.DenseReluDense.wo": (3, 4)}, False,
+     "encoder.block.0.layer.1.DenseReluDense"),
+    ({"encoder.block.0.layer.1.DenseReluDense.wi_0": (4, 3),
+      "encoder.block.0.layer.1.DenseReluDense.wi_1": (4, 3),
+      "encoder.block.0.layer.1.DenseReluDense.wo": (3, 4)}, True,
+     "encoder.block.0.layer.1.DenseReluDense"),
+    ({"gpt_neox.layers.0.mlp.dense_h_to_4h": (4, 3), "gpt_neox.layers.0.mlp.dense_4h_to_h": (3, 4)},
+     False, "gpt_neox.layers.0.mlp"),
+    ({"transformer.h.0.mlp.fc_in": (4, 3), "transformer.h.0.mlp.fc_out": (3, 4)}, False,
+     "transformer.h.0.mlp"),
+])
+def test_each_family_naming_is_found(tmp_path, names, gated, expected):
+    tensors = {f"{k}.weight": np.zeros(shape, np.float32) for k, shape in names.items()}
+    _save(tmp_path / "w.safetensors", tensors)
+    found, _ = find_named(open_checkpoint(tmp_path / "w.safetensors"), "relu")
+    assert [b.where for b in found] == [expected]
+    assert found[0].activation == ("reglu" if gated else "relu")
+    assert (found[0].dim, found[0].width) == (3, 4)
+
+
+@pytest.mark.parametrize("name, gated, expected", [
+    ("gelu_new", False, "gelu_tanh"), ("gelu_pytorch_tanh", False, "gelu_tanh"),
+    ("gelu", False, "gelu"), ("silu", True, "swiglu"), ("gelu", True, "geglu"),
+    ("relu", True, "reglu"), ("relu2", False, "relu^2"), ("leaky_relu(1/100)", False,
+                                                         "leaky_relu(1/100)"),
+    ("swiglu", True, "swiglu")])
+def test_activation_names_map_to_the_language(name, gated, expected):
+    assert language_activation(name, gated, "x") == expected
+
+
+@pytest.mark.parametrize("name, gated, words", [
+    ("quick_gelu", False, "known: gelu"), ("gelu_new", True, "no exact counterpart"),
+    ("swiglu", False, "no gate tensor"), ("gated-gelu", False, "no exact counterpart")])
+def test_activations_without_an_exact_counterpart_are_errors(name, gated, words):
+    with pytest.raises(ScanError, match=words):
+        language_activation(name, gated, "x")
+
+
+def test_a_conv1d_checkpoint_stored_the_other_way_round_is_an_error_naming_the_tensor(
+        tmp_path, cli):
+    folder = gpt2(tmp_path / "g")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "n_embd": 4}))
+    run = cli("scan", folder)
+    assert run.code == 2 and "model.safetensors" in run.err and "hidden size" in run.err, run.err
+
+
+# ---- the command --------------------------------------------------------------------------------
+
+def test_scan_decides_each_sublayer_and_prints_a_table(cli, tmp_path):
+    run = cli("scan", gpt2(tmp_path / "g"))
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "ACTIVATION", "DIM"]
+    row0, row1 = lines[1].split(), lines[2].split()
+    assert row0[0] == "transformer.h.0.mlp" and row0[5] == "yes" and row0[6] == "4"
+    assert row1[0] == "transformer.h.1.mlp" and row1[5] == "no"
+    assert "2 MLP sublayer(s): 1 absorbable, 1 not absorbable" in lines[-1]
+
+
+def test_scan_json_has_the_documented_fields(cli, tmp_path):
+    run = cli("scan", "--json", llama_sharded(tmp_path / "l"))
+    assert run.code == 0, run.err
+    doc = run.json()
+    assert [b["absorbable"] for b in doc["blocks"]] == ["no", "no"]  # SwiGLU: never (T4)
+    first = doc["blocks"][0]
+    assert set(first) >= {"name", "activation", "dim", "width", "bias", "absorbable",
+                          "min_width", "method", "seconds"}
+    assert first["min_width"] == [None, None] and first["activation"] == "swiglu"
+    assert doc["exit_code"] == 0
+
+
+def test_the_written_spec_reproduces_the_answers_and_its_certificates_check(cli, tmp_path):
+    spec = tmp_path / "out" / "gpt2.mlp"
+    run = cli("scan", gpt2(tmp_path / "g"), "--write-spec", spec, "--certificates",
+              tmp_path / "certs")
+    assert run.code == 0, run.err
+    text = spec.read_text()
+    assert "# expect: proved" in text and "# expect: refuted" in text
+    assert cli("--expect", spec).code == 0
+    check = cli("check", tmp_path / "certs")
+    assert check.code == 0 and check.out.count(": valid") == 2, check.out
+    again = cli("scan", gpt2(tmp_path / "g"), "--write-spec", spec)
+    assert again.code == 2 and "exists" in again.err  # never replaced
+    assert spec.read_text() == text
+
+
+def test_usage_errors_are_exit_2_with_a_message(cli, tmp_path):
+    assert cli("scan", tmp_path / "nothing").code == 2
+    run = cli("scan", gpt2(tmp_path / "g"), "--certificates", tmp_path / "c")
+    assert run.code == 2 and "--write-spec" in run.err
+    run = cli("scan", gpt2(tmp_path / "g2", activation="quick_gelu"))
+    assert run.code == 2 and "quick_gelu" in run.err and "known:" in run.err
+    (tmp_path / "model.bin").write_bytes(b"PK")  # not a pickle torch can read: said either way
+    run = cli("scan", tmp_path / "model.bin")
+    assert run.code == 2 and "model.bin" in run.err and ("torch" in run.err), run.err
+    (tmp_path / "notes.txt").write_text("x")
+    run = cli("scan", tmp_path / "notes.txt")
+    assert run.code == 2 and "expected a folder" in run.err
+
+
+def test_the_api_returns_the_same_answers_as_the_command(cli, tmp_path):
+    report = absorb_formal.scan(gpt2(tmp_path / "g"))
+    shown = cli("scan", "--json", tmp_path / "g").json()["blocks"]
+    assert [(a.block.where, a.absorbable, list(a.min_width)) for a in report.blocks] == [
+        (b["where"], b["absorbable"], b["min_width"]) for b in shown]
+    assert report.blocks[0].absorbable == "yes" and report.blocks[1].absorbable == "no"
+    lo, hi = report.blocks[1].min_width
+    assert lo is not None and lo > 4 and hi is not None  # relu: spare pairs always work
+
+
+# ---- export ---------------------------------------------------------------------------------
+
+def _relu_mlp(x: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
+    return np.maximum(x @ up.T, 0) @ down.T
+
+
+def _read(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a float32 / float64 safetensors file, as float64."""
+    from absorb_formal.language.arrays import shapes
+    from absorb_formal.scanner.export import _raw
+
+    out = {}
+    for key in shapes(path):
+        code, shape, data = _raw(path, key)
+        out[key] = np.frombuffer(data, {"F32": "<f4", "F64": "<f8"}[code]).reshape(shape)
+    return {k: v.astype(np.float64) for k, v in out.items()}
+
+
+def test_export_writes_a_skip_free_checkpoint_with_the_same_names_and_layout(cli, tmp_path):
+    folder = gpt2(tmp_path / "g")
+    run = cli("scan", folder, "--export", tmp_path / "plain", "--json")
+    assert run.code == 0, run.err
+    width = max(b["min_width"][1] for b in run.json()["blocks"])
+    before, after = _read(folder / "model.safetensors"), _read(tmp_path / "plain" /
+                                                              "model.safetensors")
+    assert set(after) == set(before)
+    for name in before:
+        if ".mlp." not in name:
+            assert np.array_equal(before[name], after[name]), name  # copied bit for bit
+    config = json.loads((tmp_path / "plain" / "config.json").read_text())
+    assert config["n_inner"] == width and config["absorb_formal"]["width"] == width
+    x = np.random.default_rng(0).normal(size=(500, 3)) * 3
+    for i in range(2):
+        up, down = (before[f"transformer.h.{i}.mlp.c_fc.weight"].T,
+                    before[f"transformer.h.{i}.mlp.c_proj.weight"].T)
+        new_up, new_down = (after[f"transformer.h.{i}.mlp.c_fc.weight"].T,
+                            after[f"transformer.h.{i}.mlp.c_proj.weight"].T)
+        assert new_up.shape == (width, 3)  # Conv1D layout kept: stored input × output
+        residual = x + _relu_mlp(x, up, down)
+        assert np.allclose(_relu_mlp(x, new_up, new_down), residual, atol=1e-9)
+
+
+def test_exported_tensors_are_proved_equal_to_the_residual_blocks(cli, tmp_path):
+    folder = gpt2(tmp_path / "g")
+    run = cli("scan", folder, "--export", tmp_path / "plain", "--json")
+    assert run.code == 0
+    width = max(b["min_width"][1] for b in run.json()["blocks"])
+    rounding = json.loads((tmp_path / "plain" / "config.json").read_text())["absorb_formal"][
+        "max_rounding_rel_error"]
+    exact = [i for i in range(2) if rounding[f"transformer.h.{i}.mlp"] == 0]
+    assert 0 in exact  # the flip witness of layer 0 has integer weights: stored exactly
+    spec = tmp_path / "eq.mlp"
+    lines = []
+    for i in exact:
+        key = f"transformer.h.{i}.mlp"
+        lines += [f"block A{i} {{ activation relu dim 3 width 4",
+                  f'  up = load("g/model.safetensors", "{key}.c_fc.weight").T',
+                  f'  down = load("g/model.safetensors", "{key}.c_proj.weight").T }}',
+                  f"block P{i} {{ activation relu dim 3 width {width} skip none",
+                  f'  up = load("plain/model.safetensors", "{key}.c_fc.weight").T',
+                  f'  down = load("plain/model.safetensors", "{key}.c_proj.weight").T }}',
+                  f"claim A{i} equals P{i}"]
+    spec.write_text("\n".join(lines) + "\n")
+    run = cli(spec)
+    assert run.code == 0 and run.out.count(": proved:") == len(exact), run.out + run.err
+
+
+def test_export_is_refused_when_some_sublayer_has_no_proved_width(cli, tmp_path):
+    run = cli("scan", llama_sharded(tmp_path / "l"), "--export", tmp_path / "plain")
+    assert run.code == 2 and "no width is proved" in run.err
+    assert not (tmp_path / "plain").exists() or not any((tmp_path / "plain").iterdir())
+
+
+# ---- PyTorch pickles (torch optional) ---------------------------------------------------------
+
+def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_path):
+    torch = pytest.importorskip("torch")
+    folder = gpt2(tmp_path / "g")
+    from absorb_formal.scanner.export import _raw
+
+    state = {}
+    for key in _read(folder / "model.safetensors"):
+        code, shape, data = _raw(folder / "model.safetensors", key)
+        state[key] = torch.from_numpy(np.frombuffer(data, "<f4").reshape(shape).copy())
+    state["transformer.h.0.mlp.c_fc.weight"] = state["transformer.h.0.mlp.c_fc.weight"].to(
+        torch.bfloat16)  # exact: small integers
+    pickled = tmp_path / "p"
+    pickled.mkdir()
+    torch.save(state, pickled / "pytorch_model.bin")
+    (pickled / "config.json").write_text((folder / "config.json").read_text())
+    from_pickle = cli("scan", "--json", pickled)
+    assert from_pickle.code == 0, from_pickle.err
+    reference = cli("scan", "--json", folder).json()["blocks"]
+    assert [(b["absorbable"], b["min_width"]) for b in from_pickle.json()["blocks"]] == [
+        (b["absorbable"], b["min_width"]) for b in reference]
+    spec = tmp_path / "out" / "p.mlp"
+    assert cli("scan", pickled, "--write-spec", spec).code == 0
+    copy = tmp_path / "out" / "pytorch_model.safetensors"
+    code, shape, data = _raw(copy, "transformer.h.0.mlp.c_fc.weight")
+    assert code == "BF16" and data == state["transformer.h.0.mlp.c_fc.weight"].view(
+        torch.int16).numpy().tobytes()
+    assert cli("--expect", spec).code == 0
+    again = cli("scan", pickled, "--write-spec", tmp_path / "out" / "q.mlp")
+    assert again.code == 2 and "exists" in again.err  # the copy is never written over
