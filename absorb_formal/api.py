@@ -26,7 +26,7 @@ from .checking import check_file
 from .decide import decide
 from .language import SpecError
 from .model import Spec, Statement
-from .paths import collect
+from .paths import collect, relative_name
 from .report import Entry, FileReport
 from .result import ERROR, Result, unknown
 
@@ -221,6 +221,10 @@ class CheckResult:
     outcome, verdict, method, statement, line: what the document records about its claim
       ("" / None when unreadable). A valid certificate of a "refuted" claim proves the
       opposite of the statement.
+    spec: the spec file the document names, where the checker looked for it (shown relative
+      to the working directory when below it); "" when the document names none readably.
+      The verified statement is about this spec's blocks, or, when it is not found, about
+      the embedded ones (the reason says so).
     """
 
     certificate: Path
@@ -231,6 +235,7 @@ class CheckResult:
     method: str
     statement: str
     line: int | None
+    spec: str = ""
 
     def text(self, shown: str | None = None) -> str:
         """`FILE: STATUS — claim OUTCOME: STATEMENT (VERDICT) [METHOD] — REASON`; unless
@@ -243,13 +248,15 @@ class CheckResult:
                 claim += f" ({self.verdict})"
             if self.method and self.method != "none":
                 claim += f" [{self.method}]"
+            if self.spec:
+                claim += f" in {self.spec}" + (f":{self.line}" if self.line else "")
             head += f" — {claim}"
         return head + (f" — {self.reason}" if self.reason else "")
 
     def as_json(self) -> dict[str, Any]:
         return {"path": str(self.certificate), "status": self.status, "reason": self.reason,
                 "outcome": self.outcome, "verdict": self.verdict, "method": self.method,
-                "statement": self.statement, "line": self.line}
+                "statement": self.statement, "line": self.line, "spec": self.spec}
 
 
 def check(path: str | Path) -> list[CheckResult]:
@@ -282,6 +289,19 @@ def spec_given(path: Path, shown: str) -> str | None:
     return None
 
 
+def _spec_shown(doc: dict[str, Any], certificate: Path) -> str:
+    """Where the document's spec is, as `check` shows it (so that a document cannot stand
+    for one spec while being verified against another unseen)."""
+    from .checker.reading import spec_location
+
+    try:
+        spec = spec_location(doc, certificate)
+    except (KeyError, TypeError):
+        return ""
+    return relative_name(spec) if spec.resolve().is_relative_to(Path.cwd().resolve()) \
+        else str(spec)
+
+
 def check_items(paths: Iterable[str]) -> list[str | tuple[str, CheckResult]]:
     """(shown name, result) per certificate under `paths`, in order; a str is an error
     message for a path that does not exist, a folder without certificates, or a spec."""
@@ -311,5 +331,5 @@ def _check_under(given: str) -> list[str | tuple[str, CheckResult]]:
         out.append((shown, CheckResult(
             file, status, reason, str(doc.get("outcome", "")), str(doc.get("verdict", "")),
             str(doc.get("method", "")), str(doc.get("statement", "")),
-            line if isinstance(line, int) else None)))
+            line if type(line) is int else None, _spec_shown(doc, file))))
     return out

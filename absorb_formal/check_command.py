@@ -23,16 +23,19 @@ EXIT_OK, EXIT_INVALID, EXIT_ERROR = 0, 1, 2
 EPILOG = """\
 output:
   one line per certificate document, in path order:
-    FILE: STATUS — claim OUTCOME: STATEMENT (VERDICT) [METHOD] — REASON
-  STATUS is the checker's: valid (the evidence proves the recorded outcome), invalid
-  (it does not, or the document is malformed), stale (the spec or a weight file changed
-  since the document was written; not re-verified) or unchecked (nothing to verify, e.g.
-  an unknown outcome). OUTCOME is the claim's: a valid certificate of a refuted
-  claim proves the opposite of STATEMENT; unless STATUS is valid, the line says
-  "recorded claim OUTCOME" (not verified). A last line counts the statuses.
+    FILE: STATUS — claim OUTCOME: STATEMENT (VERDICT) [METHOD] in SPEC:LINE — REASON
+  SPEC is the spec the document names, as the checker located it: the verified
+  STATEMENT is about that spec's blocks (or, when REASON says the spec was not found,
+  about the blocks the document embeds). VERDICT and METHOD are the prover's words,
+  shown as recorded. STATUS is the checker's: valid (the evidence proves the recorded
+  outcome), invalid (it does not, or the document is malformed), stale (the spec or a
+  weight file changed since the document was written; not re-verified) or unchecked
+  (nothing to verify, e.g. an unknown outcome). OUTCOME is the claim's: a valid
+  certificate of a refuted claim proves the opposite of STATEMENT; unless STATUS is
+  valid, the line says "recorded claim OUTCOME" (not verified). A last line counts the statuses.
   With --json, stdout holds one JSON document instead:
     {"certificates": [{"path", "status", "reason", "outcome", "verdict", "method",
-     "statement", "line"}], "errors": [MESSAGE], "counts": {"valid", "invalid",
+     "statement", "line", "spec"}], "errors": [MESSAGE], "counts": {"valid", "invalid",
      "stale", "unchecked"}, "exit_code"}
 
 exit codes:

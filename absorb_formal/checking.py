@@ -20,6 +20,7 @@ from typing import Any
 
 from .checker import Verdict, verify
 from .checker.reading import Reading, Stale, spec_location
+from .checker.shape import document_problem
 
 
 def _reading(doc: Any, path: Path) -> tuple[Reading | None, str]:
@@ -47,10 +48,14 @@ def check_file(path: Path) -> tuple[Verdict, dict[str, Any]]:
     """(verdict, the document: {} when it is not a readable JSON object) for one file."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return Verdict("invalid", f"unreadable certificate: {error}"), {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        return Verdict("invalid", f"unreadable certificate: {type(error).__name__}: "
+                                  f"{str(error)[:200]}"), {}
     if not isinstance(doc, dict):
         return verify(doc, {}), {}
+    problem = document_problem(doc)
+    if problem:  # nothing in a malformed document is read, tied to files, or believed
+        return Verdict("invalid", problem), doc
     reading, note = _reading(doc, path)
     weights = {}
     if reading is not None:
@@ -58,8 +63,9 @@ def check_file(path: Path) -> tuple[Verdict, dict[str, Any]]:
             why = reading.stale(doc)
             if not why:
                 weights = reading.weights(doc)
-        except (KeyError, TypeError, AttributeError, ValueError):
-            why = ""  # a malformed document: verify gives the reason
+        except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as error:
+            return Verdict("invalid", f"malformed certificate: {type(error).__name__}: "
+                                      f"{error}"), doc
         except Stale as error:
             why = str(error)
         if why:

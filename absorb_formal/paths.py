@@ -12,13 +12,15 @@ def collect(paths: list[str], pattern: str) -> list[tuple[Path, str, str] | str]
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            files = sorted(path.rglob(pattern))
+            files = sorted(f for f in path.rglob(pattern) if f.is_file())  # no FIFO, no folder
             if not files:
                 found.append(f"{given}: error: no {pattern} files in this folder")
             found += [(f, str(Path(given) / f.relative_to(path)), str(f.relative_to(path)))
                       for f in files]
-        elif path.exists():
+        elif path.is_file():
             found.append((path, given, relative_name(path)))
+        elif path.exists():
+            found.append(f"{given}: error: not a regular file")
         else:
             found.append(f"{given}: error: no such file or folder")
     return found

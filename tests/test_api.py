@@ -148,7 +148,8 @@ def test_check_says_the_claims_outcome_beside_validity(cli, write_spec):
     assert run.code == 1 and doc["exit_code"] == 1 and doc["counts"]["stale"] == 2
     assert doc["certificates"][0]["outcome"] in ("proved", "refuted")
     assert set(doc["certificates"][0]) == {"path", "status", "reason", "outcome", "verdict",
-                                           "method", "statement", "line"}
+                                           "method", "statement", "line", "spec"}
+    assert doc["certificates"][0]["spec"].endswith("spec.mlp")
     with pytest.raises(FileNotFoundError):
         absorb_formal.check(spec.parent / "nothing")
     assert cli("check", "--json", spec.parent / "nothing").code == 2

@@ -192,10 +192,11 @@ def _b0_odd(block: dict[str, Any], x0: list[Fraction]) -> bool:
 
 def test_t2_at_infinity_on_random_concrete_blocks(tmp_path):
     """Refuted exactly when B0 is shown odd somewhere (independent evaluation); at depth 1
-    with S != 0 always refuted; with S = 0 never refuted (B0 even, nothing to show)."""
+    with S != 0 always refuted; with S = 0 never refuted (B0 even, nothing to show): the
+    block is plain and absorbs itself, while its min width stays open."""
     rng = random.Random(7)
     skips = ["identity", "none", "[[0, 1], [0, 0]]", "[[2, 0], [1, 0]]", "-1"]
-    seen = {PROVED: 0, UNKNOWN: 0}
+    seen = {PROVED: 0, UNKNOWN: 0, REFUTED: 0}
     for trial in range(24):
         skip, depth = skips[trial % len(skips)], 1 + trial % 2
         act = "abs" if trial % 3 else "leaky_relu(-1)"
@@ -207,17 +208,19 @@ def test_t2_at_infinity_on_random_concrete_blocks(tmp_path):
         folder.mkdir()
         results = outcomes(_concrete(act, up, bias, down, skip, depth), folder)
         (_, outcome, doc), (_, min_outcome, _) = results
-        assert outcome == min_outcome
         seen[outcome] += 1
+        if skip == "none":  # plain (docs/rules.md §8): the block itself is a witness
+            assert (outcome, min_outcome) == (REFUTED, UNKNOWN)
+            assert doc["certificate"]["check"] == "the block itself (skip none), zero-padded"
+            continue
+        assert outcome == min_outcome
         if outcome == PROVED:
             cert = doc["certificate"]
             assert cert["kind"] == "parity point at infinity"
             assert _b0_odd(doc["blocks"]["B"], [F(v) for v in cert["x0"]])
-        if skip == "none":
-            assert outcome == UNKNOWN
-        if depth == 1 and skip not in ("none",):
+        if depth == 1:
             assert outcome == PROVED
-    assert seen[PROVED] >= 8 and seen[UNKNOWN] >= 4, seen
+    assert seen[PROVED] >= 8 and seen[REFUTED] >= 4, seen
 
 
 def test_t3_on_a_concrete_biased_block(tmp_path):

@@ -173,7 +173,12 @@ def test_relu_in_d1_with_distinct_kinks_is_not_absorbable_at_width_2(tmp_path):
     assert [decide(spec, s).outcome for s in spec.statements] == [REFUTED, PROVED]
 
 
-def test_a_non_rational_constant_neuron_is_unknown(tmp_path):
+def test_a_non_rational_constant_neuron_leaves_the_keys_to_decide(tmp_path):
+    """silu(3) is irrational, but a constant neuron only enters the constant, free through
+    the output bias (§8.1): x₂ needs a spare pair, so width 2 is refuted, width 4 proved
+    with the constant neuron kept in the exact witness, and equality stays open."""
     text = _spec("S", "silu", [[0, 0], [1, 0]], [3, 0], [[1, -1], [0, 0]], [0, 0])
-    spec = load_text(text + "claim S is absorbable\n", "s.mlp", tmp_path)
-    assert decide(spec, spec.statements[0]).outcome == "unknown"
+    spec = load_text(text + "claim S is absorbable\nclaim S is absorbable at width 4\n"
+                     "claim S equals S\n", "s.mlp", tmp_path)
+    assert [decide(spec, s).outcome for s in spec.statements] == ["refuted", "proved",
+                                                                  "unknown"]

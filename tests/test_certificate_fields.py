@@ -146,9 +146,13 @@ def poly_glu_document() -> dict[str, Any]:
 
 
 def test_the_checker_rejects_the_glu_rule_for_a_polynomial_gate():
-    verdict = verify(poly_glu_document())
-    assert verdict.status == "invalid"
-    assert "non-polynomial" in verdict.reason
+    from absorb_formal.checker.verify import Invalid, _glu_refutation
+
+    doc = poly_glu_document()
+    verdict = verify(doc)  # a gated polynomial is no activation of the language: refused first
+    assert verdict.status == "invalid" and "poly_glu" in verdict.reason
+    with pytest.raises(Invalid, match="non-polynomial"):  # and the §5 rule refuses it too
+        _glu_refutation(doc["blocks"]["Q"], 1, doc["certificate"])
 
 
 def test_the_checker_still_accepts_the_glu_rule_for_sigmoid():

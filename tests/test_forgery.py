@@ -8,9 +8,11 @@ other file the two readers (which share no code) agree bit for bit.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
+import os
 import struct
 import warnings
 import zipfile
@@ -42,6 +44,7 @@ claim Q is absorbable
 
 
 def _certify(cli, folder: Path, text: str) -> dict[int, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
     spec = folder / "f.mlp"
     spec.write_text(text, encoding="utf-8")
     run = cli("--certificates", folder / "certs", spec)
@@ -288,3 +291,108 @@ def test_f2_the_corpus_weight_files_still_read_alike():
             shape = read_array(path, key).shape
             if len(shape) == 2 and shape[0] * shape[1] <= 4096:
                 assert _outcome(_exact_prover, path, key) == _exact_checker(path, key), (path, key)
+
+
+# ---- the second review (R1–R6): each forgery it found, now refused ----------------------------
+
+def test_r1_a_line_that_is_not_a_line_number_cannot_switch_off_the_staleness_test(cli, tmp_path):
+    docs = _certify(cli, tmp_path, F1_SPEC)
+    line2, line5 = (json.loads(docs[n].read_text()) for n in (2, 5))
+    forged = {**line2, "outcome": "proved", "certificate": line5["certificate"],
+              "blocks": {"R": {**line5["blocks"]["Q"], "name": "R"}}}  # Q's weights as R
+    for line in ("x", None, [2], 2.0, True, 0):
+        assert _status({**forged, "line": line}, docs[2].parent / "r1.json") == "invalid", line
+    assert _status({**forged}, docs[2].parent / "r1.json") == "stale"  # blocks differ
+
+
+def test_r2_a_witness_entry_must_be_a_real_root(cli, tmp_path):
+    spec = ("block R { activation poly[0, 1, 0, 1] dim 1 width 1 skip 3 up = [[1]] "
+            "down = [[-2]] }\nclaim R is absorbable\n")
+    doc = json.loads(_certify(cli, tmp_path, spec)[2].read_text())
+    assert doc["outcome"] == "refuted"  # u'^2 = -2 has no real solution
+    complex_pair = {"kind": "witness", "width": 1, "check": "polynomial identity", "layers": [
+        {"up": [[{"root_of": [2, 0, 1], "index": 1}]],
+         "down": [[{"root_of": [1, 0, 2], "index": 2}]]}]}  # u' = -i√2, d' = i/√2: P = B over C
+    verdict = verify({**doc, "outcome": "proved", "certificate": complex_pair})
+    assert verdict.status == "invalid" and "not real" in verdict.reason
+    for index in (0, -1, 3, "1"):
+        bad = copy.deepcopy(complex_pair)
+        bad["layers"][0]["up"][0][0]["index"] = index
+        assert verify({**doc, "outcome": "proved", "certificate": bad}).status == "invalid"
+
+
+def test_r3_glu_flip_indices_must_be_distinct_neurons_in_range(cli, tmp_path):
+    spec = "block G { activation glu dim 1 width 1 gate = [[1]] up = [[1]] down = [[-1/2]] }\n" \
+           "claim G is absorbable\n"
+    doc = json.loads(_certify(cli, tmp_path, spec)[2].read_text())
+    assert doc["outcome"] == "refuted"
+    forged = {"kind": "witness", "check": "GLU sign-flip identity", "width": 1, "c": "1/2",
+              "lemma": doc["certificate"]["lemma"],
+              "layers": [{"gate": [["-1"]], "up": [["1"]], "down": [["1/2"]]}]}
+    for listed in ([0, 1], [1, 1], [2], ["1"], [True]):
+        verdict = verify({**doc, "outcome": "proved", "certificate": {**forged, "J": listed}})
+        assert verdict.status == "invalid", listed
+
+
+def test_r4_check_names_the_spec_it_verified_against(cli, tmp_path):
+    docs = _certify(cli, tmp_path, F1_SPEC)
+    [result] = absorb_formal.check(docs[2])
+    assert result.spec.endswith("f.mlp") and result.line == 2
+    assert f"in {result.spec}:2" in result.text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f.mlp").write_text(F1_SPEC.replace("down = [[1,0],[0,1]] }\nclaim R",
+                                                     "down = [[-1,0],[0,-1]] }\nclaim R", 1))
+    other = _certify(cli, elsewhere, (elsewhere / "f.mlp").read_text())[2]
+    doc = json.loads(other.read_text())
+    doc["spec"]["path"] = os.path.relpath(elsewhere / "f.mlp", docs[2].parent)
+    moved = docs[2].parent / "moved.json"
+    moved.write_text(json.dumps(doc))
+    [result] = absorb_formal.check(moved)
+    assert result.status == "valid" and "elsewhere" in result.spec  # said, never hidden
+
+
+def test_r5_hostile_documents_and_folders_end_as_invalid_not_as_a_crash_or_a_hang(cli, tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    os.mkfifo(tmp_path / "pipe.json")  # a FIFO named like a document: never opened
+    run = cli("check", tmp_path)
+    assert run.code == 1 and "deep.json: invalid" in run.out and "pipe.json" not in run.out
+    doc = json.loads(_certify(cli, tmp_path / "w", F1_SPEC)[3].read_text())
+    wide = 10**9
+    huge = {**doc, "statement": f"R is not absorbable at width {wide}", "outcome": "proved",
+            "claim": {**doc["claim"], "modality": "not", "width": wide},
+            "certificate": {"kind": "finite point set", "width": wide, "points": [["1", "0"]],
+                            "smtlib": "", "argument": ""}}
+    verdict = verify(huge)
+    assert verdict.status == "invalid" and "beyond what the checker re-solves" in verdict.reason
+
+
+def test_r6_readers_agree_on_npy_versions_digits_headers_and_bool_bytes(tmp_path):
+    good = _npy(UP)
+    minor = good[:7] + b"\x01" + good[8:]  # version 1.1: numpy refuses it
+    native = good.replace(b"'<f8'", b"'=f8'")  # native order: both read this machine's
+    assert native != good
+    path = _zip(tmp_path / "n.npz", [("a.npy", native)])
+    assert _outcome(_exact_prover, path, "a") == _outcome(_exact_checker, path, "a") != "refused"
+    bools = _npy(np.array([[True, False], [False, True]]))
+    at = bools.rindex(b"\x01")
+    two = bools[:at] + b"\x02" + bools[at + 1:]  # a bool byte of 2
+    for blob in (minor, two):
+        path = _zip(tmp_path / "x.npz", [("a.npy", blob)])
+        assert _outcome(_exact_prover, path, "a") == "refused"
+        assert _outcome(_exact_checker, path, "a") == "refused"
+
+
+def test_r6_embedded_blocks_must_be_consistent_when_the_spec_is_gone(cli, tmp_path):
+    doc = json.loads(_certify(cli, tmp_path, F1_SPEC)[3].read_text())
+    block = doc["blocks"]["R"]
+    for broken in ({**block, "activation": {**block["activation"], "kind": "identity"}},
+                   {**block, "width": 4},
+                   {**block, "layers": [{**block["layers"][0], "up_bias": ["1", "1"],
+                                         "down_bias": ["0", "0"]}]},
+                   {**block, "bias": False}, {**block, "dim": True}):
+        verdict = verify({**doc, "blocks": {"R": broken}})
+        assert verdict.status == "invalid", broken
+    for width in (0, -1):
+        assert verify({**doc, "statement": f"R is absorbable at width {width}",
+                       "claim": {**doc["claim"], "width": width}}).status == "invalid"

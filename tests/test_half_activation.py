@@ -1,4 +1,4 @@
-"""docs/rules.md §9, the half-activation bound ("Depth ≥ 2: the half-activation bound"):
+"""docs/rules.md §9, "Depth ≥ 2: the half-activation bound":
 the prover's least pattern rank against a brute force, the checker against the prover, and the
 guard rails — for each, a block where the rule must stay silent."""
 

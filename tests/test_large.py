@@ -356,7 +356,8 @@ def test_square_witness_arrays_equal_the_block(act, skip):
 """, "t.mlp", __import__("pathlib").Path("."))
     block = spec.blocks["B"]
     up, down, up_bias, down_bias = large.square_witness_arrays(block)
-    assert up.shape[0] == 3 + 4 * (2 if skip == "identity" else 1)
+    per_term = 2 if act == "square" else 4  # degree 2: pairs; otherwise quadruples
+    assert up.shape[0] == 3 + per_term * (2 if skip == "identity" else 1)
     sigma = block.activation.scalar.exact
     for x in ([Fraction(1, 3), Fraction(-2)], [Fraction(5), Fraction(7, 2)], [0, 1]):
         x = [Fraction(v) for v in x]
@@ -378,9 +379,10 @@ def test_large_biased_relu2_blocks_absorb_with_square_quadruples(tmp_path, cli, 
     down = load("w.npz", "down")   down_bias = load("w.npz", "c")
 }}
 """
+    hi = 1300 + (2 if act == "square" else 4) * 100  # square: pairs, relu²: quadruples
     results = prove(tmp_path, cli, monkeypatch, block,
-                    "claim Big is absorbable at width 1700\nclaim Big is absorbable at width 1699"
-                    "\nclaim min width of Big is 5\n")
+                    f"claim Big is absorbable at width {hi}\nclaim Big is absorbable at width "
+                    f"{hi - 1}\nclaim min width of Big is 5\n")
     assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
     for claim in (0, 2):
         every_leaf_is_checked(*doc_at(tmp_path, claim))

@@ -26,6 +26,7 @@ import ast
 import hashlib
 import json
 import struct
+import sys
 import time
 import zipfile
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+NPY_HEADER_LIMIT = 10000  # numpy's default max_header_size
 
 
 class FileError(ValueError):
@@ -232,12 +235,16 @@ def _npy(blob: bytes) -> Dyadic:
     if blob[:6] != b"\x93NUMPY" or len(blob) < 10:
         raise FileError("is not a .npy array (bad magic)")
     major = blob[6]
+    if blob[7] != 0:  # numpy writes (and reads) only versions 1.0, 2.0 and 3.0
+        raise FileError(f"has .npy version {major}.{blob[7]}, which numpy does not write")
     if major == 1:
         (size,), start = struct.unpack("<H", blob[8:10]), 10
     elif major in (2, 3):
         (size,), start = struct.unpack("<I", blob[8:12]), 12
     else:
         raise FileError(f"has .npy version {major}, which the checker does not read")
+    if size > NPY_HEADER_LIMIT:  # numpy's own reader refuses these (max_header_size)
+        raise FileError(f"has a .npy header of {size} bytes (over {NPY_HEADER_LIMIT})")
     try:
         header = ast.literal_eval(blob[start:start + size].decode("utf-8" if major == 3
                                                                    else "latin1"))
@@ -260,10 +267,10 @@ def _npy(blob: bytes) -> Dyadic:
 def _descr(descr: str) -> tuple[str, str, int]:
     """`<f8` → ("<", "f", 8); `|b1` / `|u1` have no byte order."""
     if len(descr) < 3 or descr[0] not in "<>|=" or descr[1] not in "fiub" \
-            or not descr[2:].isdigit():
+            or not (descr[2:].isascii() and descr[2:].isdigit()):
         raise FileError(f"has dtype {descr!r}, not real numbers the checker reads")
-    if descr[0] == "=":
-        raise FileError(f"has a native-order dtype {descr!r}")
+    if descr[0] == "=":  # native order, as numpy reads it: this machine's
+        return ("<" if sys.byteorder == "little" else ">"), descr[1], int(descr[2:])
     return ("<" if descr[0] == "|" else descr[0]), descr[1], int(descr[2:])
 
 

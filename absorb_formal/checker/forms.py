@@ -17,16 +17,19 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
     `biased` (docs/rules.md §8.1): x ↦ Sx + D σ(Ux + b) + c, biases absent read as 0; a key is then
     ū + (β̄,) (the affine function, normalised by ū) and the third entry is
     γ = c + a·Σ_{u_i≠0} d_i β_i + Σ_{u_i=0} d_i σ(β_i); σ(β) needs σ exact on Q unless β = 0
-    (`activation`; otherwise ValueError: no exact γ)."""
+    (`activation`; otherwise ValueError: no exact γ); when σ is not rational on Q (silu,
+    gelu) the constant neurons are kept formally, as keys with ū = 0 and β̄ = β, v = Σ d_i:
+    formally equal forms are equal functions, but formally different constants may still
+    be equal numbers (`constant_keys`). A linear σ = a·z: (Λ, {}, γ) with γ = c + a·D b."""
     kind, a, b = family
     up, down = exact.mat(layer["up"]), exact.mat(layer["down"])
     lam = exact.combine(skip, exact.matmul(down, up), a)
-    if kind == "linear":
-        if biased:
-            raise ValueError("§8.1 forms are for O(a)+N activations")
-        return lam, {}, None
     betas = exact.vec(layer.get("up_bias") or ["0"] * len(up))
     gamma = list(exact.vec(layer.get("down_bias") or ["0"] * dim))
+    if kind == "linear":  # σ = a·z: x ↦ Λx + γ, γ = c + a·D b (docs/rules.md §8)
+        for i in range(len(up)):
+            _add(gamma, tuple(row[i] for row in down), a * betas[i])
+        return lam, {}, tuple(gamma) if biased else None
     keys: dict[Vec, list[Fraction]] = {}
     for i, u in enumerate(up):
         d = tuple(row[i] for row in down)
@@ -36,7 +39,11 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
             if betas[i] != 0:
                 if activation is None:
                     raise ValueError("a constant neuron needs σ's exact value")
-                _add(gamma, d, exact.sigma(activation, betas[i]))
+                if activation["kind"] in exact.RATIONAL_KINDS:
+                    _add(gamma, d, exact.sigma(activation, betas[i]))
+                else:  # σ(β) not rational (silu, gelu): kept formally, as the key u = 0
+                    _add(keys.setdefault((Fraction(0),) * dim + (betas[i],),
+                                         [Fraction(0)] * dim), d, Fraction(1))
             continue
         lead = next(x for x in u if x != 0)
         alpha = lead if kind == "relu" else Fraction(1 if lead > 0 else -1)
@@ -46,6 +53,11 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
         _add(keys.setdefault(key, [Fraction(0)] * dim), d, weight)
     return (lam, {k: tuple(v) for k, v in keys.items() if any(v)},
             tuple(gamma) if biased else None)
+
+
+def constant_keys(keys: dict[Vec, Vec], dim: int) -> dict[Vec, Vec]:
+    """The formal constant neurons of a §8.1 form: its keys with ū = 0."""
+    return {k: v for k, v in keys.items() if not any(k[:dim])}
 
 
 def _add(acc: list[Fraction], d: Vec, weight: Fraction) -> None:

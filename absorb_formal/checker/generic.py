@@ -68,7 +68,16 @@ def names(width: int, dim: int, depth: int, gated: bool,
     return out
 
 
+# The generic engine's systems are small (the prover stops at 12 unknowns); the checker
+# re-solves none far larger, so a document cannot make it build a system of any size.
+MAX_CHECKED_WEIGHTS = 256
+
+
 def _block_names(block: dict[str, Any], width: int) -> list[dict[str, Any]]:
+    if type(width) is not int or width < 1 or \
+            width * int(block["dim"]) * int(block["depth"]) > MAX_CHECKED_WEIGHTS:
+        raise Invalid(f"a generic-engine certificate at width {width} is beyond what the "
+                      f"checker re-solves ({MAX_CHECKED_WEIGHTS} weights per matrix)")
     return names(width, block["dim"], block["depth"], block["activation"]["gated"],
                  _biased(block))
 
@@ -116,7 +125,15 @@ def value(entry: Any) -> sp.Expr:
     t = sp.Symbol("t")
     coefficients = [sp.Integer(int(c)) for c in entry["root_of"]]
     poly = sp.Poly(sum((c * t**i for i, c in enumerate(coefficients)), sp.Integer(0)), t)
-    return sp.CRootOf(poly, int(entry["index"]) - 1)
+    index = entry["index"]
+    if type(index) is not int or not 1 <= index <= poly.degree():
+        raise Invalid(f"root index {index!r} is not one of the polynomial's {poly.degree()} "
+                      "roots")
+    root = sp.CRootOf(poly, index - 1)
+    if root.is_real is not True:  # sympy orders the real roots first; a weight is real
+        raise Invalid(f"root {index} of {entry['root_of']} is not real: a weight is a real "
+                      "number")
+    return root
 
 
 def identity(block: dict[str, Any], layers: list[dict[str, Any]]) -> bool:

@@ -1,4 +1,4 @@
-"""The checker's own half-activation bound (docs/rules.md §9, "Depth ≥ 2: the
+"""The checker's own half-activation bound (docs/rules.md §9; docs/rules.md, "Depth ≥ 2: the
 half-activation bound"): certificate kind `half-activation bound` and the family rule
 `§9 half-activation bound`.
 

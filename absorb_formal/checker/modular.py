@@ -72,6 +72,9 @@ def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str
     distinct, _ = key_classes(up, down, p)
     require(distinct, f"two rows of U share a key mod {p} (or a row is 0)")
     rows, cols = [int(r) for r in cert["rows"]], [int(c) for c in cert["cols"]]
+    # every listed row and column is read: no field goes unchecked
+    require(0 < len(cols) <= m + 1 and (len(rows) - 1) * len(cols) < m + 1,
+            "the grid lists rows or columns that the minor does not use")
     coords = [(r, c) for r in rows for c in cols][: m + 1]
     require(len(set(coords)) == m + 1 and all(0 <= r < d and 0 <= c < d for r, c in coords),
             "the grid does not give m+1 distinct coordinates")

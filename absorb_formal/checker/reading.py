@@ -103,6 +103,8 @@ class Reading:
             self.source = read_spec(data.decode("utf-8"))
         except (SourceError, UnicodeDecodeError) as error:
             self.error = f"the checker cannot read {spec_file}: {error}"
+        except RecursionError:
+            self.error = f"the checker cannot read {spec_file}: nested too deeply"
 
     # ---- files -----------------------------------------------------------------------------
 

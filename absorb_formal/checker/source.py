@@ -318,6 +318,18 @@ def _whole(value: Fraction) -> int:
     return int(value)
 
 
+def read_activation(text: str) -> tuple[str, str, list[Fraction]]:
+    """An activation as written after `activation` (`leaky_relu(1/2)`, `relu^2`, `poly[0, 1]`),
+    exactly one, nothing after it."""
+    if not isinstance(text, str):
+        raise SourceError("an activation name is text")
+    reader = _Reader(text)
+    found = reader.activation()
+    if reader.peek.kind != "end":
+        raise SourceError(f"{text[:40]!r} is not one activation")
+    return found
+
+
 def read_statement(text: str) -> ClaimSource:
     """A document's `statement` (`R is absorbable at width 6`), read as a claim; text that
     is not exactly one claim in the normal form the prover writes is a `SourceError`."""

@@ -19,6 +19,11 @@ Width m + #columns.
 relu² and square with biases (docs/rules.md §8): with the lemma σ(z) + σ(−z) = v z² (re-proved by
 `lemmas`, v ≠ 0), four neurons per rank-one term, p_k/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) −
 σ(−ℓ+1)) with ℓ = q_k·x, add p_k·v((ℓ+1)² − (ℓ−1)²)/(4v) = p_k ℓ. Width m + 4·#columns.
+
+σ a polynomial of degree 2 with biases (docs/rules.md §8, square pairs): the identity
+σ(z + t) − σ(t − z) = k·z (re-derived here by expanding σ's formula with sympy, k ≠ 0) makes
+p_k/k·(σ(q_k·x + t) − σ(−q_k·x + t)) = p_k (q_k·x): two neurons per rank-one term, width
+m + 2·#columns; t is 1, or −1 when t = 1 gives k = 0 (one value, so the field is checked).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from .exact import q, skip_rows
 CHECK = "own neurons + spare pairs"
 LINEAR = "own neurons + linear neurons"
 QUADRUPLES = "own neurons + square quadruples"
+SQUARE_PAIRS = "own neurons + square pairs"
 
 
 class Invalid(Exception):
@@ -88,6 +94,36 @@ def check_square(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     columns = _factorisation(block, cert)
     size = int(cert["width"])
     require(size == int(block["width"]) + 4 * len(columns), "the width is not m + 4·#columns")
+    require(size <= width, f"the witness has width {size} > {width}")
+
+
+def check_square_pairs(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    """The square-pair witness of a biased block whose σ is a polynomial of degree 2."""
+    import sympy as sp
+
+    from .lemmas import Z, formula
+
+    require(cert["check"] == SQUARE_PAIRS, "not the square-pair construction")
+    require(block["depth"] == 1 and not block["activation"]["gated"] and bool(block.get("bias")),
+            "square pairs need a depth-1 ungated block with biases (offset t)")
+    sigma = formula(block["activation"])
+
+    def slope(t: int) -> sp.Expr | None:
+        """k with σ(z + t) − σ(t − z) = k·z identically, or None."""
+        diff = sp.expand(sigma.subs(Z, Z + t) - sigma.subs(Z, t - Z))
+        k = sp.simplify(diff / Z)
+        return k if k.is_Rational and sp.expand(diff - k * Z) == 0 else None
+
+    first = slope(1)
+    t = 1 if first is not None and first != 0 else -1
+    k = first if t == 1 else slope(-1)
+    if k is None or k == 0:
+        raise Invalid("σ(z + t) − σ(t − z) is not k·z with k != 0")
+    require(q(cert["t"]) == t and q(cert["k"]) == Fraction(int(k.p), int(k.q)),
+            f"the stored t, k are not {t}, {k}")
+    columns = _factorisation(block, cert)
+    size = int(cert["width"])
+    require(size == int(block["width"]) + 2 * len(columns), "the width is not m + 2·#columns")
     require(size <= width, f"the witness has width {size} > {width}")
 
 

@@ -15,12 +15,9 @@ from sympy.polys.polyerrors import BasePolynomialError
 
 from . import exact, flips, forms, generic, half, lemmas, modular, smt, spare
 from .exact import Rows, q
+from .shape import document_problem
 from .source import SourceError, read_statement
 
-FORMAT = "absorb_formal certificate 2"
-# Every field of a document; `verdict`, `method` and `reason` are the prover's prose.
-DOCUMENT_FIELDS = frozenset({"format", "spec", "files", "line", "statement", "claim", "blocks",
-                             "outcome", "verdict", "method", "reason", "certificate"})
 MAX_ENUMERATION = 16
 NEVER_RULES = ("T1", "T2", "T3", "T4", "T2∞")
 NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F", "T2∞": "E, H(1)"}  # T1: H(k) from k
@@ -62,6 +59,9 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
             BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
+    except (RuntimeError, OverflowError, MemoryError) as e:  # a solver refusing its input
+        # (OR-Tools on a coefficient beyond 64 bits), nesting too deep: nothing was verified
+        return Verdict("invalid", f"not verifiable: {type(e).__name__}: {str(e)[:200]}")
 
 
 def derive_claim(doc: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +87,8 @@ def derive_claim(doc: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(block, dict) else f"block '{name}' is not an object")
     own = blocks[said.block]["width"]
     require(type(own) is int, "the block's width is not an integer")
+    require(said.width is None or said.width >= 1, "a width is at least 1")
+    require(said.min_width is None or said.min_width >= 1, "a min width is at least 1")
     claim = {"kind": said.kind, "block": said.block, "other": said.other,
              "modality": said.modality, "width": own if said.width is None else said.width,
              "min_width": said.min_width}
@@ -103,12 +105,8 @@ def derive_claim(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
-    require(isinstance(doc, dict) and doc.get("format") == FORMAT, "not a certificate document")
-    require(set(doc) == DOCUMENT_FIELDS, "the document's fields are not the format's: "
-            + ", ".join(f"{'no' if f in DOCUMENT_FIELDS else 'unknown'} field {f!r}"
-                        for f in sorted(set(doc) ^ DOCUMENT_FIELDS)))
-    require(isinstance(doc["spec"], dict) and set(doc["spec"]) == {"path", "sha256"}
-            and isinstance(doc["files"], dict), "malformed 'spec' or 'files'")
+    problem = document_problem(doc)
+    require(not problem, problem)
     # The claim comes from the statement alone; every later step reads this copy.
     doc = {**doc, "claim": derive_claim(doc)}
     claim, outcome, certificate = doc["claim"], doc["outcome"], doc["certificate"]
@@ -150,6 +148,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
 def _bias_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: only certificates of a §8 rule that the checker re-derives with biases."""
     return (_flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
+            or _plain_ok(doc["certificate"])
             or _linear_ok(doc["certificate"])
             or _never_or_table_ok(doc["certificate"])
             or _bias_ok_generic(doc["claim"], doc["certificate"]))
@@ -179,19 +178,29 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     if kind == "minimal width bounds":
         return all(_keys_ok(blocks, part) for part in (certificate["above"],
                                                         certificate["below"]) if part)
-    if kind == "witness":  # §8.4: a stack of per-layer witnesses keeps the biases too
-        return certificate.get("check") in ("canonical forms equal", spare.CHECK, STACK_CHECK)
-    return kind in ("subset search", "canonical forms", half.KIND) + LARGE_REFUTATIONS
+    if kind == "witness":  # §8.1 forms, linear maps + γ (§8), stacks of them (§8.4)
+        return certificate.get("check") in ("canonical forms equal", spare.CHECK,
+                                            "linear maps equal", STACK_CHECK)
+    return kind in ("subset search", "canonical forms", "linear rank", half.KIND) \
+        + LARGE_REFUTATIONS
+
+
+ITSELF_CHECK = "the block itself (skip none), zero-padded"
+
+
+def _plain_ok(cert: dict[str, Any]) -> bool:
+    """A plain biased block (skip none) is its own witness, biases kept (docs/rules.md §8)."""
+    return cert.get("kind") == "witness" and cert.get("check") == ITSELF_CHECK
 
 
 def _linear_ok(cert: dict[str, Any]) -> bool:
-    """docs/rules.md §8: the linear-neuron witness of a biased gated block or the square quadruples
-    of a biased relu² / square block, alone or as the upper end of min width bounds (no
-    lower bound: below is None)."""
+    """docs/rules.md §8: the linear-neuron witness of a biased gated block, the square
+    quadruples of a biased relu² block or the square pairs of a degree-2 polynomial σ, alone
+    or as the upper end of min width bounds (no lower bound: below is None)."""
     if cert.get("kind") == "minimal width bounds":
         return cert["below"] is None and _linear_ok(cert["above"])
-    return cert.get("kind") == "witness" and cert.get("check") in (spare.LINEAR,
-                                                                    spare.QUADRUPLES)
+    return cert.get("kind") == "witness" and cert.get("check") in (
+        spare.LINEAR, spare.QUADRUPLES, spare.SQUARE_PAIRS)
 
 
 def _never_or_table_ok(cert: dict[str, Any]) -> bool:
@@ -240,10 +249,13 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     if cert.get("check") == spare.QUADRUPLES:
         spare.check_square(block, width, cert)
         return
+    if cert.get("check") == spare.SQUARE_PAIRS:
+        spare.check_square_pairs(block, width, cert)
+        return
     require(block["layers"] is not None, "a witness needs a concrete block")
     layers = cert["layers"]
     size = int(cert["width"])
-    require(size <= width, f"the witness has width {size} > {width}")
+    require(1 <= size <= width, f"the witness has width {size}, not 1..{width}")
     require(len(layers) == block["depth"], "the witness has the wrong depth")
     for layer in layers:
         _layer_shapes(block, layer, size)
@@ -259,11 +271,11 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     if check == "smt: no point where P differs from B":
         generic.no_difference(block, cert)
         return
-    if check == "the block itself (skip none), zero-padded":
+    if check == ITSELF_CHECK:
         _itself(block, layers)
     elif check == "canonical forms equal":
         _same_forms(block, layers, single=True)
-    elif check == "each layer's canonical form equals the block layer's":
+    elif check == STACK_CHECK:
         _same_forms(block, layers, single=False)
     elif check == "linear maps equal":
         _same_forms(block, layers, single=True)
@@ -322,6 +334,16 @@ def _idle_neurons_are_zero(act: dict[str, Any], layer: dict[str, Any]) -> None:
 def _itself(block: dict[str, Any], layers: list[dict[str, Any]]) -> None:
     require(exact.skip_is_zero(block), "only a block with skip none is its own witness")
     for mine, theirs in zip(block["layers"], layers, strict=True):
+        for name in ("up_bias", "gate_bias"):  # biased (docs/rules.md §8): padded with zeros
+            if name in theirs:
+                bias = exact.vec(mine.get(name) or ["0"] * block["width"])
+                padded = exact.vec(theirs[name])
+                require(padded[: len(bias)] == bias and not any(padded[len(bias):]),
+                        f"padded '{name}'")
+        if "down_bias" in theirs:
+            require(exact.vec(theirs["down_bias"])
+                    == exact.vec(mine.get("down_bias") or ["0"] * block["dim"]),
+                    "the witness's 'down_bias' is not the block's")
         for name in ("up", "gate"):
             if name in mine:
                 a, b = exact.mat(mine[name]), exact.mat(theirs[name])
@@ -344,7 +366,6 @@ def _same_forms(block: dict[str, Any], layers: list[dict[str, Any]], single: boo
     require(not single or block["depth"] == 1, "canonical forms decide depth 1 only")
     family = _family(block)
     d, biased, act = block["dim"], bool(block.get("bias")), block["activation"]
-    require(not biased or family[0] != "linear", "§8.1 forms need an O(a)+N activation")
     for mine, theirs in zip(block["layers"], layers, strict=True):
         want = forms.form(family, d, exact.skip_rows(block), mine, biased, act)
         got = forms.form(family, d, exact.zeros(d, d), theirs, biased, act)
@@ -358,10 +379,15 @@ def _glu_flip(block: dict[str, Any], plain: dict[str, Any], cert: dict[str, Any]
             "Og(c) with sigma - c analytic and non-polynomial (§5) is not re-proved")
     require(block["depth"] == 1, "§5 covers depth 1")
     mine = block["layers"][0]
-    flips = {int(j) - 1 for j in cert["J"]}
     up, gate, down = (exact.mat(mine[n]) for n in ("up", "gate", "down"))
     p_up, p_gate, p_down = (exact.mat(plain[n]) for n in ("up", "gate", "down"))
     m = len(up)
+    listed = cert["J"]
+    require(isinstance(listed, list) and all(type(j) is int for j in listed),
+            "J is not a list of neuron numbers")
+    flips = {j - 1 for j in listed}
+    require(all(0 <= j < m for j in flips) and len(flips) == len(listed),
+            "J is not a set of neurons 1..m")
     require(len(p_up) >= m and p_up[:m] == up, "the witness must keep 'up'")
     require(all(not any(row[m:]) for row in p_down), "extra witness neurons must be zero")
     for i in range(m):
@@ -396,8 +422,8 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
     elif kind == "linear rank":
         family = _family(block)
         require(family[0] == "linear" and block["depth"] == 1, "linear rank needs depth-1 Lin")
+        # biases add only a constant (docs/rules.md §8): Λ is the same
         lam = forms.form(family, block["dim"], exact.skip_rows(block), block["layers"][0])[0]
-        require(not block.get("bias"), "linear rank is for bias-free blocks")
         require(exact.rank(lam) > width, f"rank(S + aDU) <= {width}")
         require(int(cert["rank"]) == exact.rank(lam) and exact.mat(cert["Lambda"]) == lam,
                 "the stored rank or Lambda is wrong")
@@ -444,17 +470,30 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     # key count is issued (and checked) for a ≠ 0 only
     require((not block.get("bias") and cert["kind"] == "modular rank") or family[1] != 0,
             f"{cert['kind']} needs a != 0 here")
-    require(isinstance(block["layers"], dict), f"{cert['kind']} is issued for blocks stored "
-                                               "by their sources")
+    if isinstance(block["layers"], list):  # embedded (a block routed here by its cost)
+        layers = _embedded(block)
     require(layers is not None, "the block's weights are not embedded: the checker reads them "
                                 "from the files the certificate names (absorb-prove check)")
     assert layers is not None
     require(len(layers) == 1 and layers[0]["up"].shape == (block["width"], block["dim"]),
             "the weights read are not one width × dim 'up'")
-    if cert["kind"] == "key count":
-        modular.check_key_count(width, layers, cert)
-    else:
-        modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
+    from .files import FileError
+
+    try:
+        if cert["kind"] == "key count":
+            modular.check_key_count(width, layers, cert)
+        else:
+            modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
+    except FileError as error:  # a denominator divisible by p: no residue
+        raise Invalid(str(error)) from error
+
+
+def _embedded(block: dict[str, Any]) -> modular.Layers:
+    """The embedded weights of a block, read like a spec's literal matrices."""
+    from .reading import Rational
+
+    return [{name: Rational([list(r) for r in exact.mat(layer[name])])
+             for name in ("up", "down", "gate") if name in layer} for layer in block["layers"]]
 
 
 def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
@@ -608,8 +647,9 @@ def _width_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -
     require(not biased or family[1] != 0, "§8.1 needs a != 0")
     lam, key_map, gamma = forms.form(family, d, exact.skip_rows(block), block["layers"][0],
                                      biased, block["activation"])
-    # The search reads each key's direction ū only (§8.1): drop β̄ from affine keys.
-    keys = [(u[:d], v) for u, v in forms.sorted_keys(key_map)]
+    # The search reads each key's direction ū only (§8.1): drop β̄ from affine keys; the
+    # formal constant neurons (ū = 0) are constants, free through c′, not keys.
+    keys = [(u[:d], v) for u, v in forms.sorted_keys(key_map) if any(u[:d])]
     p = len(keys)
     require(cert["canonical_form"] == forms.as_json(family, lam, key_map, gamma),
             "the stored canonical form differs from the recomputed one")
@@ -785,6 +825,14 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) 
                   or not (form_l[1] or form_r[1]))
     require(comparable, "the two activations' even parts differ: forms do not compare")
     equal = form_l == form_r
+    if not equal and (forms.constant_keys(form_l[1], left["dim"])
+                      or forms.constant_keys(form_r[1], right["dim"])):
+        # σ(β) kept formally: different formal constants may be equal numbers
+        def bare(form: tuple[Any, ...], dim: int) -> tuple[Any, ...]:
+            return form[0], {k: v for k, v in form[1].items() if any(k[:dim])}
+
+        require(bare(form_l, left["dim"]) != bare(form_r, right["dim"]),
+                "the forms differ only in constants σ(β) compared formally")
     require(equal == bool(cert["equal"]), "the stored verdict disagrees with the forms")
     require(cert["left"] == forms.as_json(fam_l, *form_l)
             and cert["right"] == forms.as_json(fam_r, *form_r),

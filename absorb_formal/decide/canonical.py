@@ -89,6 +89,9 @@ class CanonicalForm:
     keys: tuple[tuple[Vec, Vec], ...]
     offsets: tuple[Fraction, ...] | None = None
     gamma: Vec | None = None
+    # §8.1 constant neurons d·σ(β) whose σ(β) is not rational (silu, gelu: σ(1)), kept
+    # formally as (β, Σ d) sorted by β: they only enter the constant, never the search.
+    constants: tuple[tuple[Fraction, Vec], ...] = ()
 
     @property
     def p(self) -> int:
@@ -106,8 +109,8 @@ class CanonicalForm:
         return {(u, self.offset(n)): n for n, (u, _) in enumerate(self.keys)}
 
     def equal(self, other: CanonicalForm) -> bool:
-        return (self.lam, self.keys, self.offsets, self.gamma) == (
-            other.lam, other.keys, other.offsets, other.gamma)
+        return (self.lam, self.keys, self.offsets, self.gamma, self.constants) == (
+            other.lam, other.keys, other.offsets, other.gamma, other.constants)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"family": self.ridge.family, "a": cert.q(self.ridge.a),
@@ -118,6 +121,14 @@ class CanonicalForm:
             for n, key in enumerate(out["keys"]):
                 key["beta"] = cert.q(self.offset(n))
             out["gamma"] = cert.vector(self.gamma)
+            # a constant neuron kept formally reads as a key with u = 0 (no real key has)
+            zero = [cert.q(0)] * self.dim
+            entries = [((*u, self.offset(n)), key) for n, ((u, _), key)
+                       in enumerate(zip(self.keys, out["keys"], strict=True))]
+            entries += [((Fraction(0),) * self.dim + (beta,),
+                         {"u": zero, "v": cert.vector(v), "beta": cert.q(beta)})
+                        for beta, v in self.constants]
+            out["keys"] = [key for _, key in sorted(entries, key=lambda e: e[0])]
         return out
 
 
@@ -126,10 +137,12 @@ class NotRational(ValueError):
 
 
 def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
-                  biased: bool = False, sigma: Any = None) -> CanonicalForm:
+                  biased: bool = False, sigma: Any = None, symbolic: bool = False
+                  ) -> CanonicalForm:
     """The canonical form of `x ↦ Sx + D σ(U x + b) + c`; `biased` (or a layer with biases)
     gives the §8.1 form, zero biases where the layer has none. `sigma`: σ exact on Q, for
-    constant neurons (None: only σ(0) = 0 is known; else NotRational)."""
+    constant neurons (None: only σ(0) = 0 is known; else NotRational, or with `symbolic`
+    the neuron kept formally in `constants`)."""
     up, down = layer.up.rows, layer.down.rows
     lam = linalg.add(skip_rows, linalg.matmul(down, up), ridge_.a)
     biased = biased or layer.up_bias is not None
@@ -137,15 +150,19 @@ def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
     b_up = layer.up_bias or (zero,) * len(up)
     gamma = list(layer.down_bias or (zero,) * dim)
     sums: dict[tuple[Vec, Fraction], list[Fraction]] = {}
+    formal: dict[Fraction, list[Fraction]] = {}
     for i, u in enumerate(up):
         d = layer.down.column(i)
         if not any(d):
             continue
         if not any(u):  # a constant neuron d_i σ(β_i) (§8.1)
             if b_up[i] != 0:
-                if sigma is None:
+                if sigma is not None:
+                    _accumulate(gamma, d, sigma(b_up[i]))
+                elif symbolic:
+                    _accumulate(formal.setdefault(b_up[i], [zero] * dim), d, Fraction(1))
+                else:
                     raise NotRational(f"neuron {i + 1} is the constant σ({b_up[i]})")
-                _accumulate(gamma, d, sigma(b_up[i]))
             continue
         key, alpha = normalise(u, ridge_.family)
         _accumulate(gamma, d, ridge_.a * b_up[i])  # σ(ℓ) = a·ℓ + e(ℓ): a·d_i·β_i
@@ -155,8 +172,9 @@ def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
     keys = tuple((u, v) for (u, _), v in found)
     if not biased:
         return CanonicalForm(ridge_, dim, lam, keys)
+    constants = tuple((beta, tuple(v)) for beta, v in sorted(formal.items()) if any(v))
     return CanonicalForm(ridge_, dim, lam, keys, tuple(beta for (_, beta), _ in found),
-                         tuple(gamma))
+                         tuple(gamma), constants)
 
 
 def _accumulate(acc: list[Fraction], d: Sequence[Fraction], weight: Fraction) -> None:
@@ -164,9 +182,11 @@ def _accumulate(acc: list[Fraction], d: Sequence[Fraction], weight: Fraction) ->
         acc[r] += weight * d[r]
 
 
-def canonical_form(block: Block, biased: bool = False) -> CanonicalForm | None:
+def canonical_form(block: Block, biased: bool = False,
+                   symbolic: bool = False) -> CanonicalForm | None:
     """C(B) for a concrete depth-1 block with an O(a)+N activation; None otherwise (also for
-    a constant neuron σ(β) that is not rational, §8.1). `biased`: the §8.1 form even for a
+    a constant neuron σ(β) that is not rational, §8.1, unless `symbolic`: kept formally for
+    the width questions, where constants are free). `biased`: the §8.1 form even for a
     bias-free block (to compare it with a biased one)."""
     found = ridge(block.activation)
     if found is None or block.depth != 1 or block.layers is None:
@@ -174,6 +194,6 @@ def canonical_form(block: Block, biased: bool = False) -> CanonicalForm | None:
     sigma = block.activation.scalar.exact if block.activation.is_rational else None
     try:
         return form_of_layer(found, block.dim, block.skip.rows(), block.layers[0],
-                             biased or block.biased, sigma)
+                             biased or block.biased, sigma, symbolic)
     except NotRational:
         return None

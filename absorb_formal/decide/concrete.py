@@ -20,6 +20,11 @@ from .never import never
 
 WIDTH_METHOD = "§4 canonical form + width search"
 MAX_EXACT_WEIGHTS = 250_000  # beyond this, only rules that read no weight are tried
+# The §4 width search works on m terms of d² entries each (the subset system); beyond this
+# many entries the large-block rules (O(m·d) residues and one (m+1)-determinant mod p, which
+# decide the generic case at width m, key counts below and spare pairs above) are tried
+# first, and the exact search only when they leave the width open (issue 19, F3).
+MAX_EXACT_COST = 100_000
 
 
 def weight_count(block: Block) -> int:
@@ -39,6 +44,21 @@ def too_large(block: Block) -> str:
             "the family (drop the weights)")
 
 
+def costly(block: Block) -> bool:
+    """Whether the large-block rules go first: a concrete depth-1 O(a)+N block whose §4
+    subset system (d²·m entries) exceeds MAX_EXACT_COST."""
+    return (block.is_concrete and block.dim * block.dim * block.width > MAX_EXACT_COST
+            and large.applies(block))
+
+
+def large_first(block: Block, size: int) -> Decision | None:
+    """The large-block decision of a costly block, when it decides (else None)."""
+    if not costly(block):
+        return None
+    found = large.decide(block, size)
+    return found if found.absorbable is not None else None
+
+
 def pad(layer: Layer, size: int) -> Layer:
     """The same plain layer with zero neurons added up to `size`."""
     extra = size - layer.up.shape[0]
@@ -49,16 +69,18 @@ def pad(layer: Layer, size: int) -> Layer:
     def grow(m: Matrix | None) -> Matrix | None:
         return None if m is None else Matrix(list(m.rows) + zero_rows)
 
+    def zeros(bias: tuple[Fraction, ...] | None) -> tuple[Fraction, ...] | None:
+        return None if bias is None else bias + (Fraction(0),) * extra
+
     down = Matrix([row + (Fraction(0),) * extra for row in layer.down.rows])
-    zeros = (Fraction(0),) * extra  # §8: dead neurons have zero biases; c′ is kept
     return Layer(grow(layer.up), down, grow(layer.gate),  # type: ignore[arg-type]
-                 up_bias=None if layer.up_bias is None else layer.up_bias + zeros,
-                 gate_bias=None if layer.gate_bias is None else layer.gate_bias + zeros,
+                 up_bias=zeros(layer.up_bias), gate_bias=zeros(layer.gate_bias),
                  down_bias=layer.down_bias)
 
 
 def plain_itself(block: Block, size: int) -> Decision | None:
-    """A block with skip none is plain: it absorbs itself at any width ≥ its own."""
+    """A block with skip none is plain: it absorbs itself at any width ≥ its own (biases
+    kept: the comparators of a biased block are biased plain blocks, docs/rules.md §8)."""
     if not block.is_plain or size < block.width or block.layers is None:
         return None
     stack = tuple(pad(layer, size) for layer in block.layers)
@@ -84,10 +106,23 @@ def ridge_width(cf: CanonicalForm, block: Block, size: int) -> Decision:
     # Absorbable at w implies absorbable at every w' >= w (zero neurons): at or above the
     # bound (<= m + 2 rank S) no search is needed.
     found = width.Search(choice=bound) if bound.cost <= size else width.search(cf, size, own)
+    kept = len(cf.constants)
+    if found.choice is not None and found.choice.cost + kept > size >= max(cf.p, 1) + kept:
+        # §8.1: constants are free through c′, but a constant neuron whose σ(β) is not
+        # rational is kept as a neuron (an exact witness has a rational c′): look for a
+        # choice that leaves room for them
+        narrower = width.search(cf, size - kept, own)
+        if narrower.choice is not None:
+            found = narrower
     if found.choice is not None:
+        if found.choice.cost + kept > size:
+            return undecided(f"absorbable at width {size} by §8.1 (constants are free through "
+                             f"the output bias), but the output bias would hold the irrational "
+                             f"σ(β) of {kept} constant neuron(s); an exact witness keeps them "
+                             f"as neurons, which needs width {found.choice.cost + kept}")
         # The witness keeps at most max(m, cost) neurons: the checker accepts a witness
         # narrower than the width asked, so a huge width costs nothing.
-        narrow = min(size, max(block.width, found.choice.cost))
+        narrow = min(size, max(block.width, found.choice.cost + kept))
         layer = width.build(cf, found.choice, narrow)
         return Decision(True, WIDTH_METHOD,
                         width.witness_certificate(cf, found.choice, layer, narrow),
@@ -142,7 +177,9 @@ def glu_at(block: Block, at_own: Decision, size: int) -> Decision:
 
 
 def stacked(block: Block, size: int) -> Decision:
-    """Depth ≥ 2, O(a): a stack of per-layer witnesses is a witness (docs/rules.md §5)."""
+    """Depth ≥ 2, O(a): a stack of per-layer witnesses is a witness (docs/rules.md §5; with biases
+    §8.4). Each layer is decided on its own by the depth-1 rules whose witness the checker
+    verifies by canonical forms (linear, §4 / §8.1 width search)."""
     if linear.slope(block) is None and ridge(block.activation) is None:
         return undecided(f"depth {block.depth} {block.activation} blocks are covered by no rule")
     assert block.layers is not None
@@ -152,7 +189,10 @@ def stacked(block: Block, size: int) -> Decision:
     layers = []
     for n, layer in enumerate(block.layers, start=1):
         single = replace(block, depth=1, layers=(layer,))
-        decision = depth_one(single, size)
+        decision = biased_at_width(single, size) if block.biased else depth_one(single, size)
+        if decision.absorbable is True and decision.method not in (WIDTH_METHOD, linear.METHOD):
+            return undecided(f"layer {n} is absorbable at width {size} by {decision.method}, "
+                             "whose witness a stack certificate does not carry")
         if decision.absorbable is not True:
             why = "is not absorbable" if decision.absorbable is False else "is undecided"
             return undecided(f"layer {n} {why} at width {size} on its own, so no stack of "
@@ -169,17 +209,19 @@ def stacked(block: Block, size: int) -> Decision:
 
 def biased_keys(block: Block) -> CanonicalForm | None:
     """The §8.1 form of a biased depth-1 block with an O(a)+N σ, a ≠ 0 (relu, leaky_relu,
-    gelu, gelu_tanh, silu), whose constant neurons are exact; None otherwise."""
+    gelu, gelu_tanh, silu), constant neurons with an irrational σ(β) kept formally; None
+    otherwise."""
     found = ridge(block.activation)
     if not block.biased or block.depth != 1 or found is None or found.a == 0:
         return None
-    return canonical_form(block)
+    return canonical_form(block, symbolic=True)
 
 
 def at_width(block: Block, size: int) -> Decision:
     """Is the concrete block absorbable by a plain stack of hidden width `size`?"""
     if block.biased:  # T3 and T2∞ refute every width (docs/rules.md §8); then §8.1, §8.2
-        return never_decision(block) or biased_at_width(block, size)
+        itself = None if too_large(block) else plain_itself(block, size)
+        return itself or never_decision(block) or biased_at_width(block, size)
     refused = too_large(block)
     for rule in (None if refused else plain_itself(block, size), never_decision(block)):
         if rule is not None:
@@ -187,26 +229,26 @@ def at_width(block: Block, size: int) -> Decision:
     if refused:
         return large.decide(block, size) if large.applies(block) else undecided(refused)
     if block.depth == 1:
-        return depth_one(block, size)
+        return large_first(block, size) or depth_one(block, size)
     return stacked(block, size)
 
 
 def biased_at_width(block: Block, size: int) -> Decision:
     """docs/rules.md §8: each part decides its own activations; the rest stays undecided."""
-    ridge_ = ridge(block.activation)
     if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys; §8 gated
         if large.applies(block):
             return large.decide(block, size)
         if large.construction(block) is not None:
             return large.decide_construction(block, size)
         return undecided(BIASED)
+    if block.depth > 1:  # §8.4: a stack of absorbable layers is absorbable
+        return stacked(block, size)
+    found_linear = linear.decide_width(block, size)  # σ = a·z: Λx + γ (docs/rules.md §8)
+    if found_linear is not None:
+        return found_linear
     cf = biased_keys(block)
     if cf is not None:  # §8.1: §4's width search over affine keys
-        return ridge_width(cf, block, size)
-    if block.depth > 1 and ridge_ is not None and ridge_.a != 0:  # §8.4 stacks, §9 below
-        return stacked(block, size)
-    if ridge_ is not None and ridge_.a != 0 and block.depth == 1:
-        return undecided(f"{BIASED}: a constant neuron σ(β) is not rational (§8.1)")
+        return large_first(block, size) or ridge_width(cf, block, size)
     found = flips.decide(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
     if found is not None and found.absorbable is not None:
         return found
@@ -241,12 +283,15 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
     nv = never_decision(block)  # biased blocks: T3 and T2∞ only (docs/rules.md §8)
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
-    if too_large(block):
+    if too_large(block) or costly(block):
         if large.construction(block) is not None:
             return large_minimal_width(block)
         return MinWidth(False, reason=BIASED if block.biased else too_large(block))
     if block.depth > 1:  # §9 below, the stack of per-layer witnesses above (any bias)
         return stack_minimal_width(block, known)
+    w = linear.min_width(block)  # linear σ, with or without biases (docs/rules.md §4, §8)
+    if w is not None:
+        return _bracket(block, w, linear.METHOD)
     if block.biased and biased_keys(block) is None:  # §8.1 below
         if large.construction(block) is None:
             return MinWidth(False, reason=BIASED)
@@ -258,10 +303,7 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
                                reason=f"min width is between {lo} and {hi}")
         return bounded
     if block.depth == 1:
-        w = linear.min_width(block)
-        if w is not None:
-            return _bracket(block, w, linear.METHOD)
-        cf = canonical_form(block)
+        cf = canonical_form(block, symbolic=True)
         if cf is not None:
             assert block.layers is not None
             bound = width.upper_bound(cf, block.layers[0])
@@ -274,7 +316,7 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
                 return MinWidth(False, reason=f"min width is between {lo} and {hi}; width "
                                               f"search incomplete: {found.incomplete}",
                                 bounds=(lo, hi))
-            return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD)
+            return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD, len(cf.constants))
     return MinWidth(False, reason=f"no rule gives the minimal width of {block.activation} "
                                   f"blocks of depth {block.depth}")
 
@@ -288,7 +330,7 @@ def _bounded(block: Block, cf: CanonicalForm, upper: int, stall: int,
         size, absorbable = known
         lo, hi = (lo, min(hi, size)) if absorbable else (max(lo, size + 1), hi)
     if lo >= hi:
-        return _bracket(block, hi, WIDTH_METHOD)
+        return _bracket(block, hi, WIDTH_METHOD, len(cf.constants))
     return MinWidth(False, reason=f"min width is between {lo} and {hi} (no width search: from "
                                   f"width {stall} on it would walk 2^{cf.p} sign vectors)",
                     bounds=(lo, hi))
@@ -312,14 +354,25 @@ def large_minimal_width(block: Block) -> MinWidth:
                     bounds=(found.lo, found.hi))
 
 
-def _bracket(block: Block, value: int, method: str) -> MinWidth:
-    """Certify `value`: a witness at it and a refutation at value − 1 (if value > 1)."""
-    above = at_width(block, value)
-    if above.absorbable is not True:
-        return MinWidth(False, reason=f"internal inconsistency at width {value}")
+def _bracket(block: Block, value: int, method: str, kept: int = 0) -> MinWidth:
+    """Certify `value`: a witness at it and a refutation at value − 1 (if value > 1).
+    kept: §8.1 constant neurons with an irrational σ(β); the min width is still `value`
+    (constants are free through the output bias), but an exact witness keeps them as
+    neurons, so only the bounds value ≤ min width ≤ value + kept are certified."""
     below = at_width(block, value - 1) if value > 1 else None
     if below is not None and below.absorbable is not False:
         return MinWidth(False, reason=f"width {value - 1} undecided: {below.reason}")
+    above = at_width(block, value + kept)
+    if above.absorbable is not True:
+        return MinWidth(False, reason=f"internal inconsistency at width {value + kept}")
+    if kept:
+        reason = (f"min width is {value} by §8.1 (constants are free through the output bias), "
+                  f"but an exact witness keeps {kept} constant neuron(s) with an irrational "
+                  f"σ(β): min width is between {value} and {value + kept}")
+        return MinWidth(False, method=method, reason=reason, bounds=(value, value + kept),
+                        certificate={"kind": "minimal width bounds", "lower": value,
+                                     "upper": value + kept, "above": above.certificate,
+                                     "below": below.certificate if below else None})
     return MinWidth(True, value, method, {
         "kind": "minimal width", "width": value, "witness": above.certificate,
         "below": below.certificate if below else None})

@@ -53,6 +53,18 @@ def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
 
 def concrete_decision(block: Block, size: int, engine: str) -> tuple[Decision, str]:
     """(decision, disagreement message) for 'absorbable at width size' on a concrete block."""
+    found, clash = _engines_at(block, size, engine)
+    if found.absorbable is None and not clash and size > block.width:
+        # Absorbable at m implies absorbable at every wider width (zero neurons added; the
+        # checker accepts a witness narrower than the width asked): docs/rules.md §1.
+        own, clash_own = _engines_at(block, block.width, engine)
+        if own.absorbable is True and not clash_own:
+            return replace(own, detail=f"absorbable at its own width {block.width}"
+                                       + (f": {own.detail}" if own.detail else "")), ""
+    return found, clash
+
+
+def _engines_at(block: Block, size: int, engine: str) -> tuple[Decision, str]:
     theory = concrete.at_width(block, size) if engine != "generic" else None
     if engine == "theory" and theory is not None and theory.absorbable is not None:
         return theory, ""
@@ -191,7 +203,13 @@ def _query_result(decision: Decision, size: int, minimal: concrete.MinWidth) -> 
         if not minimal.found:  # bounds alone carry no certificate: not a decision
             said = f"; {tail}" if minimal.bounds is not None else ""
             return replace(unknown(decision.reason + said), extra=extra)
-        return Result(DECIDED, tail, minimal.method, certificate=minimal.certificate,
+        # A proved min width decides every width: absorbable iff size >= it (none: never),
+        # since absorbable at w implies absorbable at every w' >= w (zero neurons).
+        derived = min_width is not None and size >= min_width
+        extra["decision"] = {"width": size, "absorbable": derived}
+        verdict = (("absorbable" if derived else "not absorbable") + f" at width {size} "
+                   f"(from the min width); {tail}")
+        return Result(DECIDED, verdict, minimal.method, certificate=minimal.certificate,
                       min_width=min_width, extra=extra)
     verdict = ("absorbable" if decision.absorbable else "not absorbable") + f" at width {size}"
     if decision.detail:

@@ -1,4 +1,4 @@
-"""The half-activation bound for ReLU stacks of any depth (docs/rules.md §9,
+"""The half-activation bound for ReLU stacks of any depth (docs/rules.md §9; docs/rules.md,
 "Depth ≥ 2: the half-activation bound").
 
 Lemma H: a plain ReLU stack (any depth, biases allowed) whose first layer has m′ neurons is

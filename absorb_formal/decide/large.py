@@ -27,6 +27,10 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
 - relu² and square with biases (docs/rules.md §8): σ(z) + σ(−z) = v z² (v = 1, 2), so
   p·ℓ = p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) with ℓ = q·x: four neurons per
   rank-one term, width m + 4·rank S. No lower bound (lo = 1).
+- A polynomial σ of degree exactly 2 (square, poly[c0, c1, c2]) needs only pairs (docs/rules.md §8,
+  x = ((x+1)² − (x−1)²)/4): σ(ℓ + t) − σ(t − ℓ) = k·ℓ with k = 4·c2·t + 2·c1, so
+  p/k·(σ(q·x + t) − σ(−q·x + t)) = p (q·x); t = 1, or −1 when 4c2 + 2c1 = 0. Width
+  m + 2·rank S, the down bias unchanged.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ METHOD = "§4 key count + spare pairs (large block)"
 CONSTRUCTION = "own neurons + spare pairs"
 LINEAR = "own neurons + linear neurons"
 QUADRUPLES = "own neurons + square quadruples"
+SQUARE_PAIRS = "own neurons + square pairs"
 METHOD_GATED = "§8 linear neurons / square quadruples"  # any size: see concrete.py
 
 
@@ -78,13 +83,31 @@ def square_constant(block: Block) -> Fraction | None:
     return None
 
 
+def pair_constant(block: Block) -> tuple[Fraction, Fraction] | None:
+    """(t, k) with σ(z + t) − σ(t − z) = k·z, k ≠ 0, for a biased depth-1 ungated block whose
+    σ is a polynomial of degree exactly 2 (k = 4·c2·t + 2·c1; t = 1, else −1)."""
+    if (block.activation.gated or not block.biased or block.depth != 1
+            or block.layers is None or block.activation.scalar.kind != "poly"):
+        return None
+    c = [Fraction(x) for x in block.activation.scalar.coeffs]
+    while c and c[-1] == 0:
+        c.pop()
+    if len(c) != 3:
+        return None
+    t = Fraction(1) if 2 * c[2] + c[1] != 0 else Fraction(-1)
+    return t, 4 * c[2] * t + 2 * c[1]
+
+
 def construction(block: Block) -> dict[str, Any] | None:
     """The certificate of the construction that absorbs this large block at its width, if
-    any: spare pairs (O(a)+N), linear neurons (biased gated), square quadruples (relu²)."""
+    any: spare pairs (O(a)+N), linear neurons (biased gated), square pairs (degree-2
+    polynomials), square quadruples (relu²)."""
     if applies(block):
         return spare_certificate(block)
     if gate_constant(block) is not None:
         return linear_certificate(block)
+    if pair_constant(block) is not None:
+        return square_pairs_certificate(block)
     if square_constant(block) is not None:
         return square_certificate(block)
     return None
@@ -224,6 +247,18 @@ def square_certificate(block: Block) -> dict[str, Any]:
                  "pairs")
 
 
+def square_pairs_certificate(block: Block) -> dict[str, Any]:
+    found = pair_constant(block)
+    assert found is not None
+    t, k = found
+    return _construction_certificate(
+        block, SQUARE_PAIRS, 2, t=str(t), k=str(k),
+        argument="the block's own neurons, biases unchanged, plus for each rank-one term "
+                 "p q^T of S the pair p/k·(σ(q·x + t) − σ(−q·x + t)) = p q·x (lemma "
+                 "σ(z + t) − σ(t − z) = k z for σ of degree 2); factorisation as for spare "
+                 "pairs")
+
+
 def spare_certificate(block: Block) -> dict[str, Any]:
     ridge_ = ridge(block.activation)
     assert ridge_ is not None
@@ -265,6 +300,11 @@ def added_neurons(block: Block) -> dict[str, np.ndarray]:
         downs = [_scaled(p, 1 / gamma[1]) for p, _ in terms]
         biases = [zero] * len(ups)
         gates, gate_biases = [[zero] * d for _ in ups], [gamma[0]] * len(ups)
+    elif (pair := pair_constant(block)) is not None:  # p/k·(σ(ℓ + t) − σ(−ℓ + t)) = p ℓ
+        t, k = pair
+        ups = [u for _, q in terms for u in (q, _scaled(q, Fraction(-1)))]
+        downs = [c for p, _ in terms for c in (_scaled(p, 1 / k), _scaled(p, -1 / k))]
+        biases, gates, gate_biases = [t] * len(ups), None, []
     else:  # p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) = p ℓ, ℓ = q·x
         v = square_constant(block)
         assert v is not None

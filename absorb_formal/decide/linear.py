@@ -2,6 +2,10 @@
 
 Every block is the linear map Λ = S + a·DU, and a plain block of width m′ realises exactly the
 matrices of rank ≤ m′: absorbable at m′ iff rank(Λ) ≤ m′; minimal width max(1, rank Λ).
+With biases (docs/rules.md §8, "identity: biases change nothing but a constant") the block is
+x ↦ Λx + γ, γ = c + a·D b; a biased plain block of width m′ is any rank-≤ m′ map plus any
+constant (its output bias), so the rule is the same and the witness carries γ as its output
+bias (hidden biases 0).
 """
 
 from __future__ import annotations
@@ -41,18 +45,34 @@ def decide_width(block: Block, width: int) -> Decision | None:
                                         "rank": r, "width": width,
                                         "argument": "a plain linear block of width w has "
                                                     "rank <= w"}, detail=f"rank {r} > {width}")
-    layer = witness(matrix, a, block.dim, width)
+    layer = witness(matrix, a, block.dim, width, constant(block, a))
     return Decision(True, METHOD, cert.witness([layer], width, "linear maps equal"),
                     witness=(layer,), detail=f"rank {r}")
 
 
-def witness(matrix: linalg.Rows, a: Fraction, dim: int, width: int) -> Layer:
-    """Λ = Σ c_r y_rᵀ as neurons (u = y_r, d = c_r / a), zero-padded to `width`."""
+def constant(block: Block, a: Fraction) -> tuple[Fraction, ...] | None:
+    """γ = c + a·D b of a biased block (None without biases)."""
+    assert block.layers is not None
+    layer = block.layers[0]
+    if not block.biased:
+        return None
+    zero = Fraction(0)
+    b = layer.up_bias or (zero,) * block.width
+    c = layer.down_bias or (zero,) * block.dim
+    return tuple(c[r] + a * sum((x * y for x, y in zip(row, b, strict=True)), zero)
+                 for r, row in enumerate(layer.down.rows))
+
+
+def witness(matrix: linalg.Rows, a: Fraction, dim: int, width: int,
+            gamma: tuple[Fraction, ...] | None = None) -> Layer:
+    """Λ = Σ c_r y_rᵀ as neurons (u = y_r, d = c_r / a), zero-padded to `width`; with a
+    constant γ (biased, docs/rules.md §8) hidden biases 0 and output bias γ."""
     neurons = [(y, tuple(x / a for x in c)) for c, y in linalg.rank_factor(matrix)]
     zero = tuple(Fraction(0) for _ in range(dim))
     neurons += [(zero, zero)] * (width - len(neurons))
     return Layer(Matrix([u for u, _ in neurons]),
-                 Matrix(linalg.transpose([d for _, d in neurons])))
+                 Matrix(linalg.transpose([d for _, d in neurons])),
+                 up_bias=None if gamma is None else (Fraction(0),) * width, down_bias=gamma)
 
 
 def min_width(block: Block) -> int | None:

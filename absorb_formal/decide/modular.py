@@ -52,7 +52,7 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
     if skip is None:
         return None
     for offset in range(GRID_OFFSETS):
-        rows_, cols_ = _grid(offset, k, d)
+        rows_, cols_ = _grid(offset, k, d, m)
         det = _minor(layer.up, layer.down, skip, rows_, cols_, m)
         if det is not None and det != 0:
             return Decision(False, METHOD, {
@@ -69,9 +69,11 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
     return None
 
 
-def _grid(offset: int, k: int, d: int) -> tuple[list[int], list[int]]:
+def _grid(offset: int, k: int, d: int, m: int) -> tuple[list[int], list[int]]:
+    """k columns and the ⌈(m+1)/k⌉ rows whose first m + 1 coordinates the minor uses: no
+    listed row goes unused (a field nothing reads would be unchecked)."""
     picked = [(offset + i) % d for i in range(k)]
-    return picked, picked
+    return picked[: -(-(m + 1) // k)], picked
 
 
 def _skip_residues(block: Block, d: int) -> np.ndarray | None:

@@ -297,6 +297,9 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
         half = tuple(x / (2 * a) for x in c)
         neurons += [(y, half, Fraction(0)),
                     (tuple(-x for x in y), tuple(-x for x in half), Fraction(0))]
+    # §8.1 constant neurons whose σ(β) is not rational stay as they are (u = 0, bias β)
+    neurons += [(tuple(Fraction(0) for _ in range(cf.dim)), v, beta)
+                for beta, v in cf.constants]
     assert len(neurons) <= width, "witness larger than the width it was built for"
     zero = tuple(Fraction(0) for _ in range(cf.dim))
     # A neuron with a zero output column computes nothing: store it as zero, so that no
@@ -304,7 +307,8 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
     neurons = [(u, v, b) if any(v) else (zero, zero, Fraction(0)) for u, v, b in neurons]
     neurons += [(zero, zero, Fraction(0))] * (width - len(neurons))
     layer = _layer(cf, neurons)
-    again = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), layer)
+    again = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), layer,
+                          symbolic=bool(cf.constants))
     if not again.equal(cf):  # never state a witness that is not one
         raise AssertionError("internal error: constructed witness has another canonical form")
     return layer
@@ -319,7 +323,8 @@ def _layer(cf: CanonicalForm, neurons: list[tuple[linalg.Vec, linalg.Vec, Fracti
         return Layer(up, down)
     betas = tuple(b for _, _, b in neurons)
     unshifted = Layer(up, down, up_bias=betas, down_bias=(Fraction(0),) * cf.dim)
-    made = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), unshifted)
+    made = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), unshifted,
+                         symbolic=True)
     assert made.gamma is not None
     shift = tuple(g - h for g, h in zip(cf.gamma, made.gamma, strict=True))
     return Layer(up, down, up_bias=betas, down_bias=shift)

@@ -358,6 +358,8 @@ def _checked(loaded: Loaded, file: str, key: str) -> Loaded:
     if bits.ndim != 2:
         raise ArrayError(f"array {key!r} in {file!r} has shape {tuple(bits.shape)}, "
                          "not a matrix")
+    if kind == "b" and (bits.view(np.uint8) > 1).any():  # numpy reads any non-zero as True
+        raise ArrayError(f"array {key!r} in {file!r} holds a bool byte that is neither 0 nor 1")
     if kind in ("f", "bf16"):
         bad = _first_nonfinite(bits, _EXPONENT.get((kind, bits.dtype.itemsize)))
         if bad is not None:

@@ -103,7 +103,7 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
 # Large blocks' witnesses store no layers: the block's own neurons plus those a construction
 # adds (decide/large.py), rebuilt here in floats.
 CONSTRUCTIONS = ("own neurons + spare pairs", "own neurons + linear neurons",
-                 "own neurons + square quadruples")
+                 "own neurons + square quadruples", "own neurons + square pairs")
 
 
 def construction(block: Block, reference: FloatBlock) -> FloatBlock:
