@@ -216,8 +216,10 @@ def from_arrays(activation: str, up: Any, down: Any, *, gate: Any = None, up_bia
     if layout not in LAYOUTS:
         raise BuildError(f"layout {layout!r}: 'out_in' (nn.Linear: output x input) or "
                          "'in_out' (Conv1D, JAX: input x output)")
-    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int | np.integer)
+                            or dim < 1):
         raise BuildError(f"dim {dim!r}: a positive integer (the model's hidden size d)")
+    dim = None if dim is None else int(dim)
     given = {"up": up, "down": down, "gate": gate, "up_bias": up_bias,
              "gate_bias": gate_bias, "down_bias": down_bias}
     read = {key: _array(value, key, 1 if key in BIASES else 2)

@@ -121,7 +121,7 @@ def test_dim_tells_a_transposed_block_from_a_swapped_one():
     assert (from_arrays("relu", UP, DOWN).dim, from_arrays("relu", UP, DOWN).width) == (2, 3)
     with pytest.raises(BuildError, match="not dim = 3.*fits layout='in_out'"):
         from_arrays("relu", UP, DOWN, dim=3)
-    swapped = from_arrays("relu", UP, DOWN, dim=3, layout="in_out")
+    swapped = from_arrays("relu", UP, DOWN, dim=np.int64(3), layout="in_out")
     assert (swapped.dim, swapped.width) == (3, 2)
     assert np.array_equal(swapped.arrays["up"], UP.T)
     with pytest.raises(BuildError, match="not dim = 2.*fits layout='out_in'"):

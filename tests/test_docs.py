@@ -32,9 +32,12 @@ RUNNABLE, FRAGMENT = "mlp", "mlp-fragment"
 
 
 def fences(page: Path) -> list[tuple[str, str, int]]:
-    """(label, body, line) of every fenced block of a page."""
+    """(label, body, line) of every fenced block of a page. A fence that shows a file
+    (```mlp file=examples/x.mlp) is labelled "mlp-file": tests/test_shown_output.py checks
+    that it is the file, and runs the file where it lies."""
     text = page.read_text(encoding="utf-8")
-    return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1)
+    return [(m.group(1) + ("-file" if "file=" in m.group(0).split("\n", 1)[0] else ""),
+             m.group(2), text.count("\n", 0, m.start()) + 1)
             for m in FENCE.finditer(text)]
 
 
@@ -49,7 +52,7 @@ def _id(example: tuple[Path, str, int]) -> str:
 
 def test_every_page_has_examples():
     assert len(_examples(RUNNABLE)) >= 10
-    assert {page.name for page, _, _ in _examples(RUNNABLE)} >= {
+    assert {page.name for page, _, _ in _examples(RUNNABLE) + _examples("mlp-file")} >= {
         "README.md", "language.md", "rules.md", "tutorial.md"}
 
 
@@ -253,3 +256,34 @@ def test_the_exported_example_is_what_export_writes_now(tmp_path, monkeypatch):
                 io.StringIO(), io.StringIO())
     assert code == 0
     assert out.read_bytes() == (examples / "R_plain.safetensors").read_bytes()
+
+
+# ---- citations point at pages of the repository ------------------------------------------
+
+MISSING_PAGES = ("MATH.md", "LANGUAGE.md")  # now docs/rules.md, docs/language.md
+
+
+def _citing(text: str) -> list[int]:
+    return [n for n, line in enumerate(text.splitlines(), 1)
+            if any(page in line for page in MISSING_PAGES)]
+
+
+def test_nothing_cites_pages_the_repository_does_not_have():
+    """Code, docstrings, comments, specs and pages cite docs/rules.md (§N: its table
+    "Sections cited"), docs/certificates.md and docs/language.md."""
+    found = []
+    for folder in ("absorb_formal", "tests", "benchmarks", "specs", "docs"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix in (".py", ".mlp", ".md", ".lark") and path.name != "test_docs.py":
+                found += [f"{path.relative_to(ROOT)}:{n}"
+                          for n in _citing(path.read_text(encoding="utf-8"))]
+    found += [f"README.md:{n}" for n in _citing((ROOT / "README.md").read_text("utf-8"))]
+    assert not found, f"cite docs/rules.md instead: {found}"
+    assert _citing("see MATH.md §4\nfine\n(LANGUAGE.md)") == [1, 3]
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()[-1]
+    assert ci.startswith("python3 -m venv .venv && ") and "'.[test,torch]'" in ci
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert ci in readme, f"README.md does not show .ci/run's command: {ci}"

@@ -135,6 +135,15 @@ def test_export_without_width_takes_the_least_width_proved_absorbable(cli, tmp_p
     assert "width_note" not in read_export(tmp_path / "w.npz")[1]
 
 
+def test_a_stack_without_width_is_exported_at_its_least_proved_width(cli, spec, tmp_path):
+    """The depth-2 stack S: min width only bounded (1..3, as `query S` says): exported at 3."""
+    run = cli("export", spec, "S", "--out", tmp_path / "s.npz", "--points", "500")
+    assert run.code == 0, run.err
+    assert "the minimal width is between 1 and 3 (proved); 3 is the least width proved " \
+           "absorbable" in run.out
+    assert read_export(tmp_path / "s.npz")[1]["width"] == "3"
+
+
 def test_biased_gelu_export_to_safetensors_loads_back_equal(cli, spec):
     exported(cli, spec, "G", "g.safetensors")
     arrays, record = read_export(spec.parent / "g.safetensors")

@@ -6,7 +6,7 @@ exact-work limit (MAX_EXACT_WEIGHTS = 250,000 in absorb_formal/decide/concrete.p
 - up: stored d × m (Hugging Face Conv1D layout, read with `.T`) as bfloat16 in a safetensors
   file. Rows 0 and 1 of up agree on their first 8 entries, so every pair among the first
   columns has a repeated ratio u[c0]:u[c1] (the former 6-pair key test ended unknown), yet
-  all 126 rows lie on different lines: distinct keys, the generic case (MATH.md §4).
+  all 126 rows lie on different lines: distinct keys, the generic case (docs/rules.md §4).
 - down: d × m non-zero integers in ±1..9 (int8, compressed .npz: a small file).
 """
 

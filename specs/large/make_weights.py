@@ -2,13 +2,13 @@
 
 A relu block of d = 100, m = 1260: 2·d·m = 252,000 weights, just over the exact-work limit
 (MAX_EXACT_WEIGHTS = 250,000 in absorb_formal/decide/concrete.py), so only the never-rules and
-the generic-case modular rank (MATH.md §7) may decide it.
+the generic-case modular rank (docs/certificates.md) may decide it.
 
 - up (m×d), down (d×m): non-zero integers in ±1..9 (int8). The first two columns of up are m
   pairs with pairwise different ratios, so no two neurons share a key (each is alone on its
   own line: the generic case, which the modular rank needs).
 - flip_neuron_1.mlp: the same weights with S = −d₁u₁ᵀ, a skip that makes the block
-  absorbable (J = {1}: for relu a = 1/2, so Σ_{i∈J} d_i u_iᵀ = −S/(2a) = d₁u₁ᵀ, MATH.md §4).
+  absorbable (J = {1}: for relu a = 1/2, so Σ_{i∈J} d_i u_iᵀ = −S/(2a) = d₁u₁ᵀ, docs/rules.md §4).
   A skip cannot be load(...)ed, so it is written out as a literal d×d matrix.
 - down_decimal (d×m, float64): down with its first DECIMAL_COLUMNS columns divided by 10,
   entries such as 0.3 (the float nearest 3/10, taken as the exact dyadic rational it is);
@@ -55,7 +55,7 @@ def main() -> None:
 
 FLIP_SPEC = """\
 # Written by make_weights.py: the weights of large_relu.mlp (d = 100, m = 1260, over the
-# exact-work limit) with S = −d₁u₁ᵀ. Absorbable by flipping neuron 1 (J = {{1}}, MATH.md §4):
+# exact-work limit) with S = −d₁u₁ᵀ. Absorbable by flipping neuron 1 (J = {{1}}, docs/rules.md §4):
 # σ(z) − z = σ(−z) for relu, so d₁σ(u₁ᵀx) − d₁u₁ᵀx = d₁σ(−u₁ᵀx).
 block F {{
     activation relu
@@ -66,7 +66,7 @@ block F {{
 }}
 claim F is absorbable   # expect: unknown — own width: only a subset search finds J (slow: 6 s)
 # S has rank 1 (skeleton S = S[:,C]·S[R,C]⁻¹·S[R,:], |C| = 1): the own neurons plus one spare
-# pair absorb it at m + 2·rank S = 1262 (MATH.md §4).
+# pair absorb it at m + 2·rank S = 1262 (docs/rules.md §4).
 claim F is absorbable at width 1262   # slow: 6 s
 # Bounds: 1260 live keys (all rows on distinct lines) below, the spare pair above.
 claim min width of F is 1260   # expect: unknown — min width is between 1260 and 1262 (slow: 6 s)

@@ -5,7 +5,7 @@ Learnable skips read with `skip load("skips.npz", KEY)` (docs/language.md, Skip 
   stored input × output, read back with `.T`.
 - flip (100×100, int16): −d₁u₁ᵀ for the weights of ../large/weights.npz (d = 100, m = 1260, over
   the exact-work limit): the block with this skip is absorbable by flipping neuron 1
-  (J = {1}, MATH.md §4), and at width m + 2·rank S = 1262 by spare pairs.
+  (J = {1}, docs/rules.md §4), and at width m + 2·rank S = 1262 by spare pairs.
 - generic (100×100, int8): small random integers, stored transposed (read with `.T`): a
   generic skip, not absorbable at the block's own width (modular rank).
 """
