@@ -127,12 +127,14 @@ def test_algebraic_witnesses_are_exact():
     assert any(isinstance(v, dict) and "root_of" in v for v in entries)
 
 
-def test_depth_two_stack_beyond_the_rules():
+def test_a_depth_two_stack_the_rules_and_the_engine_decide_alike():
+    """Once beyond the rules; the half-activation bound (docs/rules.md §9) now refutes width
+    1, as the engine's finite point set does."""
     one = Matrix([[1]])
     block = Block("D", acts.simple("relu"), 1, 1, 2, Skip(1, scale=Fraction(1)),
                   (Layer(one, one), Layer(Matrix([[-1]]), Matrix([[Fraction(1, 2)]]))),
                   Pos(1, 1))
-    assert concrete.at_width(block, 1).absorbable is None
+    assert concrete.at_width(block, 1).absorbable is False
     refuted = engine.at_width(block, 1)
     assert refuted.absorbable is False and refuted.certificate["kind"] == "finite point set"
     assert engine.at_width(block, 2).absorbable is True

@@ -7,6 +7,7 @@ the reason."""
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -431,8 +432,10 @@ def test_torch_export_if_torch_is_installed(tmp_path):
             return x + self.fc2(self.act(self.fc1(x)))
 
     path = tmp_path / "torch.onnx"
-    torch.onnx.export(Block(), (torch.randn(2, 4),), str(path), input_names=["x"],
-                      dynamo=False)
+    with warnings.catch_warnings():  # torch >= 2.9 warns that this exporter is the legacy one
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(Block(), (torch.randn(2, 4),), str(path), input_names=["x"],
+                          dynamo=False)
     [block], _ = find_blocks(path)
     assert block.activation == "gelu" and (block.dim, block.width) == (4, 8)
     agrees(path, block)
