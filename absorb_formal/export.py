@@ -441,20 +441,39 @@ _CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "uint16": "BF16"
 
 def _write_safetensors(stream: BinaryIO, arrays: dict[str, np.ndarray],
                        metadata: dict[str, str]) -> None:
-    header: dict[str, Any] = {"__metadata__": metadata}
-    offset = 0
+    entries = []
     for key, array in arrays.items():
         if array.dtype.name not in _CODES:
             raise ExportError(f"array {key!r}: dtype {array.dtype} has no safetensors code here")
-        header[key] = {"dtype": _CODES[array.dtype.name], "shape": list(array.shape),
-                       "data_offsets": [offset, offset + array.nbytes]}
-        offset += array.nbytes
+        data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+        entries.append((key, _CODES[array.dtype.name], list(array.shape), data))
+    write_entries(stream, entries, metadata)
+
+
+Entry = tuple[str, str, list[int], bytes]  # name, safetensors dtype code, shape, raw bytes
+
+
+def write_entries(stream: BinaryIO, entries: list[Entry], metadata: dict[str, str]) -> None:
+    """Tensors given as stored, in order, as one safetensors file: the data section
+    8-aligned and tiled exactly, as the format requires."""
+    header: dict[str, Any] = {"__metadata__": metadata}
+    offset = 0
+    for name, code, shape, data in entries:
+        header[name] = {"dtype": code, "shape": shape,
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * (-len(raw) % 8)  # the data section starts 8-aligned
     stream.write(len(raw).to_bytes(8, "little"))
     stream.write(raw)
-    for array in arrays.values():
-        stream.write(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).data)
+    for *_, data in entries:
+        stream.write(data)
+
+
+def write_safetensors_new(target: Path, entries: list[Entry], metadata: dict[str, str]) -> None:
+    """`write_entries` into a file that must not exist yet (FileExistsError otherwise)."""
+    with open(target, "xb") as stream:
+        write_entries(stream, entries, metadata)
 
 
 def read_export(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, str]]:

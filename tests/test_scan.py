@@ -215,12 +215,11 @@ def _relu_mlp(x: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
 
 def _read(path: Path) -> dict[str, np.ndarray]:
     """Every tensor of a float32 / float64 safetensors file, as float64."""
-    from absorb_formal.language.arrays import shapes
-    from absorb_formal.scanner.export import _raw
+    from absorb_formal.language.arrays import shapes, stored
 
     out = {}
     for key in shapes(path):
-        code, shape, data = _raw(path, key)
+        code, shape, data = stored(path, key)
         out[key] = np.frombuffer(data, {"F32": "<f4", "F64": "<f8"}[code]).reshape(shape)
     return {k: v.astype(np.float64) for k, v in out.items()}
 
@@ -285,11 +284,11 @@ def test_export_is_refused_when_some_sublayer_has_no_proved_width(cli, tmp_path)
 def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_path):
     torch = pytest.importorskip("torch")
     folder = gpt2(tmp_path / "g")
-    from absorb_formal.scanner.export import _raw
+    from absorb_formal.language.arrays import stored
 
     state = {}
     for key in _read(folder / "model.safetensors"):
-        code, shape, data = _raw(folder / "model.safetensors", key)
+        code, shape, data = stored(folder / "model.safetensors", key)
         state[key] = torch.from_numpy(np.frombuffer(data, "<f4").reshape(shape).copy())
     state["transformer.h.0.mlp.c_fc.weight"] = state["transformer.h.0.mlp.c_fc.weight"].to(
         torch.bfloat16)  # exact: small integers
@@ -305,7 +304,7 @@ def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_p
     spec = tmp_path / "out" / "p.mlp"
     assert cli("scan", pickled, "--write-spec", spec).code == 0
     copy = tmp_path / "out" / "pytorch_model.safetensors"
-    code, shape, data = _raw(copy, "transformer.h.0.mlp.c_fc.weight")
+    code, shape, data = stored(copy, "transformer.h.0.mlp.c_fc.weight")
     assert code == "BF16" and data == state["transformer.h.0.mlp.c_fc.weight"].view(
         torch.int16).numpy().tobytes()
     assert cli("--expect", spec).code == 0

@@ -131,6 +131,23 @@ def shapes(path: Path) -> dict[str, tuple[int, ...]]:
     raise ArrayError(f"cannot list {path.name!r}: expected a .npz or .safetensors file")
 
 
+def stored(path: Path, key: str) -> tuple[str, list[int], bytes]:
+    """A safetensors tensor exactly as stored (dtype code, shape, bytes), through the same
+    checked header as `load`: for copying a tensor without converting it."""
+    with open(path, "rb") as stream:
+        version = stamp(path)
+        header, size = _header(path, stream, version)
+        if key not in header or key == "__metadata__":
+            raise ArrayError(f"{path.name!r} has no tensor {key!r}")
+        entry = header[key]
+        start, end = entry["data_offsets"]
+        stream.seek(8 + size + start)
+        data = stream.read(end - start)
+    if len(data) != end - start:
+        raise ArrayError(f"{path.name!r}: tensor {key!r} is cut short")
+    return entry["dtype"], list(entry["shape"]), data
+
+
 def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
     """`load_array(...).array()`: the checked values as a numpy array."""
     return load_array(path, key, vector).array()

@@ -20,10 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import export as single
-from ..language.arrays import load_array
+from ..language.arrays import load_array, stored
 from .found import ScanError, TensorRef
 from .run import BlockAnswer, ScanReport
-from .writing import Entry, write_safetensors
 
 WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_dim",
               "decoder_ffn_dim", "ffn_hidden_size", "mlp_dim")
@@ -141,7 +140,7 @@ def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
                     with zipfile.ZipFile(root / tensors[name][0]) as source:
                         archive.writestr(f"{name}.npy", source.read(f"{name}.npy"))
         return
-    entries: list[Entry] = []
+    entries: list[single.Entry] = []
     for name in names:
         if name in replaced:
             array = np.ascontiguousarray(replaced[name])
@@ -149,15 +148,5 @@ def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
             entries.append((name, code, list(array.shape),
                             array.astype(array.dtype.newbyteorder("<")).tobytes()))
         else:
-            entries.append((name, *_raw(root / tensors[name][0], name)))
-    write_safetensors(target, entries, {"format": "absorb_formal scan export 1"})
-
-
-def _raw(path: Path, key: str) -> tuple[str, list[int], bytes]:
-    """A safetensors tensor as stored: dtype code, shape, bytes (copied, never converted)."""
-    with open(path, "rb") as stream:
-        size = int.from_bytes(stream.read(8), "little")
-        entry = json.loads(stream.read(size))[key]
-        start, end = entry["data_offsets"]
-        stream.seek(8 + size + start)
-        return entry["dtype"], list(entry["shape"]), stream.read(end - start)
+            entries.append((name, *stored(root / tensors[name][0], name)))
+    single.write_safetensors_new(target, entries, {"format": "absorb_formal scan export 1"})

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..export import Entry, write_safetensors_new
 from .found import ScanError
-from .writing import Entry, write_safetensors
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth")
 _CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16",
@@ -62,7 +62,7 @@ def to_safetensors(path: Path, target: Path) -> Path:
             data = array.astype(array.dtype.newbyteorder("<")).tobytes()
         entries.append((name, _CODES[dtype], list(tensor.shape), data))
     try:
-        write_safetensors(target, entries, {"source": path.name,
+        write_safetensors_new(target, entries, {"source": path.name,
                                             "format": "absorb_formal pickle copy 1"})
     except FileExistsError:
         raise ScanError(f"{target}: exists; the copy of {path.name} is not written over it "
