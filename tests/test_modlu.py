@@ -160,3 +160,26 @@ def test_the_gpu_path_agrees_where_a_gpu_exists():
                 a[7] = a[9]
             work = (a % p).astype(np.float64)
             assert modlu.det_floats_gpu(work.copy(), p) == modlu.det_floats(work, p)
+
+
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 33, 100])
+@pytest.mark.parametrize("kind", ["random", "extreme", "singular"])
+def test_solve_agrees_with_flint(n, kind):
+    """x with A x = b mod p, against FLINT's nmod_mat.solve; singular A gives None."""
+    p = P21[0]
+    rng = np.random.default_rng(zlib.crc32(f"solve{n}{kind}".encode()))
+    a = rng.integers(0, p, (n, n))
+    if kind == "extreme":
+        a = np.where(rng.random((n, n)) < 0.7, p - 1, a)
+        a[np.arange(n), np.arange(n)] = rng.integers(1, p, n)
+    if kind == "singular" and n > 1:
+        a[-1] = a[0]
+    b = rng.integers(0, p, n)
+    found = modlu.solve_mod(a, b, p)
+    reference = flint.nmod_mat(a.tolist(), p)
+    if reference.det() == 0:
+        assert found is None
+        return
+    expected = reference.solve(flint.nmod_mat([[int(v)] for v in b], p))
+    assert found == [int(expected[i, 0]) for i in range(n)]
+    assert (a @ np.array(found) - b) % p == pytest.approx(np.zeros(n))  # A x ≡ b

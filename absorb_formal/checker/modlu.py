@@ -33,6 +33,7 @@ BLAS, memory: the matrix itself plus bounded temporaries.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -300,6 +301,45 @@ def det_floats(work: Any, p: int, xp: Any = _Numpy) -> int:
     return det
 
 
+def solve_floats(work: Any, p: int) -> list[int] | None:
+    """The unique x with A·x ≡ b (mod p), for the n×(n+1) float64 array [A | b] of integers
+    in [0, p) (destroyed in place); None when A is singular mod p. The LU of [A | b] leaves
+    U | L⁻¹P·b (the elimination of the last column is that of b); back substitution then
+    runs in int64: each product of two residues is below p² and a row's sum below n·p² <
+    2^63, raised on otherwise."""
+    n = work.shape[0]
+    if work.shape[1] != n + 1:
+        raise ValueError("solve_floats takes an n×(n+1) matrix [A | b]")
+    if not usable(p):
+        raise ValueError(f"{p} is not a prime this module can work with")
+    if not _Numpy.integers_below(work, p):
+        raise ValueError(f"the matrix must hold integers of magnitude below {p}")
+    if not n * (p - 1) ** 2 + p < 2**63:
+        raise ArithmeticError(f"back substitution of order {n} mod {p} overflows int64")
+    if n == 0:
+        return []
+    try:
+        pivots, _ = _factor(work, p, _Numpy, True)
+    except Singular:
+        return None
+    if pivots != list(range(n)):
+        return None
+    upper = np.rint(work).astype(np.int64) % p  # the entries are integers already: exact
+    x = np.zeros(n, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        rest = int(upper[i, i + 1:n] @ x[i + 1:]) if i + 1 < n else 0
+        x[i] = (int(upper[i, n]) - rest) * pow(int(upper[i, i]), -1, p) % p
+    return [int(v) for v in x]
+
+
+def solve_mod(matrix: Any, rhs: Any, p: int) -> list[int] | None:
+    """x with matrix·x ≡ rhs (mod p) for a square integer matrix (numpy, any integer entries:
+    reduced exactly first); None when it is singular mod p."""
+    a = np.array(matrix, dtype=np.int64) % p
+    b = np.array(rhs, dtype=np.int64).reshape(-1, 1) % p
+    return solve_floats(np.hstack([a, b]).astype(np.float64), p)
+
+
 def det_mod(matrix: Any, p: int) -> int:
     """det of an integer matrix mod p (numpy, any integer entries: reduced exactly first)."""
     return det_floats(_as_floats(matrix, p, _Numpy), p)
@@ -372,6 +412,70 @@ def product_minor(left: np.ndarray, right: np.ndarray, row_pos: np.ndarray,
         out[band, :m] = left[row_pos[band], :] * right[:, col_pos[band]].T % p
     out[:, m] = np.asarray(last, dtype=np.int64) % p
     return out
+
+
+def product_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    """(a·b) mod p as float64 integers in [0, p), for float64 a, b holding integers in [0, p):
+    the inner dimension is cut into pieces of at most inner_limit(p) (each product exact,
+    module docstring), reduced in between."""
+    k = a.shape[1]
+    out = np.zeros((a.shape[0], b.shape[1]))
+    piece = max(1, min(k, inner_limit(p)))
+    _product_bound(piece, p)
+    for start in range(0, k, piece):
+        out += a[:, start:start + piece] @ b[start:start + piece]
+        _Numpy.reduce(out, p)  # |out| < p + piece·(p−1)² < 2^53 before each reduction
+    return np.mod(out, p, out=out)
+
+
+def random_residues(seed: int, stream: int, rows: int, cols: int, p: int) -> np.ndarray:
+    """A rows×cols float64 array of integers in [0, p) drawn from numpy's PCG64 bit generator
+    seeded with SeedSequence([seed, stream]) — its raw 64-bit output, whose values numpy keeps
+    stable across versions (unlike Generator's methods) — reduced mod p, row after row.
+    Reproducible by anyone who knows (seed, stream): certificates store the seed."""
+    return next(_random_bands(seed, stream, rows, cols, p, rows))
+
+
+def _random_bands(seed: int, stream: int, rows: int, cols: int, p: int, band: int
+                  ) -> Iterator[np.ndarray]:
+    """`random_residues(seed, stream, rows, cols, p)` a band of rows at a time."""
+    source = np.random.PCG64(np.random.SeedSequence([seed, stream]))
+    for start in range(0, rows, band):
+        count = min(band, rows - start)
+        raw = source.random_raw(count * cols)
+        yield (raw % np.uint64(p)).astype(np.float64).reshape(count, cols)
+
+
+SYSTEM_BAND = 512  # rows of the projected system built at once (bounds the temporaries)
+
+
+def projected_system(down: np.ndarray, up: np.ndarray, target: np.ndarray | int,
+                     seed: int, p: int) -> np.ndarray:
+    """The m×(m+1) float64 array [A | b] mod p of the system Σ_i c_i d_i u_iᵀ = T seen through
+    m random rank-one functionals X ↦ p_jᵀ X q_j: A[j, i] = (p_j·d_i)(q_j·u_i) — the
+    Hadamard product of P·D and Q·Uᵀ — and b_j = p_jᵀ T q_j, with P, Q the m×d matrices
+    `random_residues(seed, 0 / 1, m, d, p)`. down: D mod p (d×m), up: U mod p (m×d),
+    target: T mod p (d×d), or an integer t for T = t·I. Every step is an exact product mod p
+    (`product_mod`) or an entry-wise product of two residues (< p² < 2^53), reduced."""
+    d, m = down.shape
+    down_f = np.asarray(down, dtype=np.float64) % p
+    up_t = np.ascontiguousarray(np.asarray(up, dtype=np.float64).T % p)
+    matrix = None if isinstance(target, int | np.integer) else \
+        np.asarray(target, dtype=np.float64) % p
+    out = np.empty((m, m + 1))
+    bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
+                _random_bands(seed, 1, m, d, p, SYSTEM_BAND), strict=True)
+    for n, (left, right) in enumerate(bands):
+        rows = slice(n * SYSTEM_BAND, n * SYSTEM_BAND + left.shape[0])
+        block = out[rows, :m]
+        np.multiply(product_mod(left, down_f, p), product_mod(right, up_t, p), out=block)
+        _Numpy.reduce(block, p)
+        if matrix is None:  # p_jᵀ (t·I) q_j = t·(p_j·q_j); a sum of d residues < d·p
+            rhs = np.mod(np.mod(left * right, p).sum(axis=1), p) * (int(target) % p)
+        else:
+            rhs = (np.mod(product_mod(left, matrix, p) * right, p)).sum(axis=1)
+        out[rows, m] = np.mod(rhs, p)
+    return np.mod(out, p, out=out)
 
 
 def torch_backend() -> Any | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sympy.polys.polyerrors import BasePolynomialError
 
-from . import exact, flips, forms, generic, half, lemmas, modular, smt, spare
+from . import exact, flips, forms, generic, half, lemmas, modular, smt, spare, unique_subset
 from .exact import Rows, q
 from .shape import document_problem
 from .source import SourceError, read_statement
@@ -127,7 +127,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     kind = claim["kind"]
     if kind == "absorbable":
         if proved == (claim["modality"] == ""):
-            absorbable(block, width, certificate)
+            absorbable(block, width, certificate, weights.get(claim["block"]))
         else:
             _refutation(block, width, certificate, weights.get(claim["block"]))
     elif kind == "family":
@@ -180,7 +180,8 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
                                                         certificate["below"]) if part)
     if kind == "witness":  # §8.1 forms, linear maps + γ (§8), stacks of them (§8.4)
         return certificate.get("check") in ("canonical forms equal", spare.CHECK,
-                                            "linear maps equal", STACK_CHECK)
+                                            unique_subset.CHECK, "linear maps equal",
+                                            STACK_CHECK)
     return kind in ("subset search", "canonical forms", "linear rank", half.KIND) \
         + LARGE_REFUTATIONS
 
@@ -237,9 +238,16 @@ STACK_CHECK = "each layer's canonical form equals the block layer's"
 
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
-def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
-    """The certificate is a plain stack of width ≤ `width` equal to the block."""
+def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
+               layers: modular.Layers | None = None) -> None:
+    """The certificate is a plain stack of width ≤ `width` equal to the block. `layers`: the
+    weights of a block too large to embed, for witnesses that read them."""
     require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
+    if cert.get("check") == unique_subset.CHECK:  # large blocks: J, not stored layers
+        _require_generic_case(block)
+        unique_subset.check_witness([list(r) for r in exact.skip_rows(block)], width,
+                                    _weights(block, layers), cert, _family(block)[1])
+        return
     if cert.get("check") == spare.CHECK:  # large blocks: a construction, not stored layers
         spare.check(block, width, cert, _family(block))
         return
@@ -448,7 +456,7 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
                                          f"not {width}")
 
 
-LARGE_REFUTATIONS = ("modular rank", "key count")  # read the weights from their files
+LARGE_REFUTATIONS = ("modular rank", "key count", unique_subset.KIND)  # read weight files
 
 
 def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -461,15 +469,16 @@ def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
         not_absorbable(block, width, cert)
 
 
-def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
-                      layers: modular.Layers | None) -> None:
+def _require_generic_case(block: dict[str, Any]) -> tuple[str, Fraction, Fraction | None]:
+    """A depth-1 ungated block with an O(a)+N σ (lemmas re-proved through the family)."""
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
     family = _family(block)
-    require(family[0] in ("relu", "analytic"), f"{cert['kind']} needs an O(a)+N σ")
-    # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
-    # key count is issued (and checked) for a ≠ 0 only
-    require((not block.get("bias") and cert["kind"] == "modular rank") or family[1] != 0,
-            f"{cert['kind']} needs a != 0 here")
+    require(family[0] in ("relu", "analytic"), "the generic case needs an O(a)+N σ")
+    return family
+
+
+def _weights(block: dict[str, Any], layers: modular.Layers | None) -> modular.Layers:
+    """The exact weights: embedded in the document, else as read from the named files."""
     if isinstance(block["layers"], list):  # embedded (a block routed here by its cost)
         layers = _embedded(block)
     require(layers is not None, "the block's weights are not embedded: the checker reads them "
@@ -477,11 +486,25 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     assert layers is not None
     require(len(layers) == 1 and layers[0]["up"].shape == (block["width"], block["dim"]),
             "the weights read are not one width × dim 'up'")
+    return layers
+
+
+def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
+                      layers: modular.Layers | None) -> None:
+    family = _require_generic_case(block)
+    # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
+    # key count is issued (and checked) for a ≠ 0 only
+    require((not block.get("bias") and cert["kind"] == "modular rank") or family[1] != 0,
+            f"{cert['kind']} needs a != 0 here")
+    layers = _weights(block, layers)
     from .files import FileError
 
     try:
         if cert["kind"] == "key count":
             modular.check_key_count(width, layers, cert)
+        elif cert["kind"] == unique_subset.KIND:
+            unique_subset.check_refutation([list(r) for r in exact.skip_rows(block)], width,
+                                           layers, cert, family[1])
         else:
             modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
     except FileError as error:  # a denominator divisible by p: no residue
@@ -514,7 +537,7 @@ def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
     else:
         require(cert["below"] is None, "nothing lies below width 1")
     require(int(cert["above"]["width"]) == hi, "the witness is not at the upper bound")
-    absorbable(block, hi, cert["above"])
+    absorbable(block, hi, cert["above"], weights.get(claim["block"]))
     return Verdict("valid", f"unknown outcome; verified bounds {lo} <= min width <= {hi}")
 
 
@@ -812,7 +835,7 @@ def min_width(block: dict[str, Any], cert: dict[str, Any],
                 "min width none needs a never-proof")
         return None
     value = int(cert["width"])
-    absorbable(block, value, cert["witness"])
+    absorbable(block, value, cert["witness"], layers)
     if value > 1:
         require(cert["below"] is not None, "no refutation below the minimal width")
         _refutation(block, value - 1, cert["below"], layers)

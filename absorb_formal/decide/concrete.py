@@ -347,8 +347,8 @@ def large_minimal_width(block: Block) -> MinWidth:
             "below": found.below})
     return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
                     reason=f"min width is between {found.lo} and {found.hi} ("
-                           + ("large block: live-key count or modular rank below, spare "
-                              "pairs above)"
+                           + ("large block: live-key count, modular rank or unique "
+                              "solution below, spare pairs above)"
                               if large.applies(block) else
                               "a construction above; no lower-bound rule for this activation)"),
                     bounds=(found.lo, found.hi))

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..model import Block, Layer, Matrix
 from ..properties import properties
-from . import modular
+from . import modular, unique_subset
 from .canonical import ridge
 from .decision import Decision, undecided
 
@@ -437,10 +437,25 @@ def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decisio
     _RECENT.insert(0, found)
     del _RECENT[RECENT:]
     if own_width and not found.own_done:
-        keys = found.keys
-        found.own = None if keys is None else modular.decide(block, block.width, keys.distinct)
+        found.own = _own_width(block, found.keys)
         found.own_done = True
     return found.keys, found.own
+
+
+def _own_width(block: Block, keys: KeyClasses | None) -> Decision | None:
+    """The decision at width m: the modular rank refutes when S lies outside the span of the
+    terms; otherwise, with m distinct live keys, the unique solution mod q decides both ways
+    (`unique_subset`, docs/rules.md §4). None when neither applies."""
+    if keys is None:
+        return None
+    m, d = block.width, block.dim
+    both_ways = keys.distinct and keys.live == m and m <= d * d
+    # the unique solution decides both ways: then a zero minor is not retried (each retry
+    # costs one LU of order m + 1) but handed over at once
+    found = modular.decide(block, m, keys.distinct, retries=not both_ways)
+    if found is not None or not both_ways:
+        return found
+    return unique_subset.decide(block)
 
 
 def _same_block(a: Block, b: Block) -> bool:
@@ -470,9 +485,15 @@ def decide(block: Block, size: int) -> Decision:
     """Absorbable at width `size`: refuted below the live-key count (or at width m by the
     modular rank), proved at m + 2·rank S and above, else undecided."""
     assert block.layers is not None and applies(block)
-    keys, own = _analysed(block, size == block.width)
+    # S = cI: hi is m + 2d at no cost; a matrix S needs its exact rank (rref), so the own
+    # width goes first there (it may decide every width ≥ m)
+    cheap = block.skip.matrix is None
+    keys, own = _analysed(block, block.width <= size
+                          and (not cheap or size < upper_bound(block)))
     if size == block.width and own is not None and own.absorbable is False:
         return own
+    if own is not None and own.absorbable is True and size >= block.width:
+        return own  # the witness has width m; zero neurons fill any wider width
     if keys is not None and size < keys.live:
         return Decision(False, METHOD, key_count_certificate(keys, size),
                         detail=f"{keys.live} live keys need {keys.live} neurons")
@@ -524,6 +545,9 @@ def bounds(block: Block) -> Bounds:
         lo, below = block.width + 1, own.certificate
     elif keys is not None and keys.live > 1:
         lo, below = keys.live, key_count_certificate(keys, keys.live - 1)
+    if own is not None and own.absorbable is True:  # the flip witness at width m
+        assert own.certificate is not None
+        return Bounds(lo, block.width, below, own.certificate)
     return Bounds(lo, upper_bound(block), below, spare_certificate(block))
 
 

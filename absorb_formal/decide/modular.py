@@ -66,10 +66,13 @@ def modlu() -> ModuleType:
     return found
 
 
-def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
+def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
+           ) -> Decision | None:
     """Not absorbable at the block's own width, by the modular-rank certificate, or None;
     undecided, saying why, when the minor would not fit in the memory left (never killed for
-    want of memory). `distinct_keys`: every row of U is non-zero and alone on its key."""
+    want of memory). `distinct_keys`: every row of U is non-zero and alone on its key.
+    `retries`: a minor 0 mod the first prime is tried mod the next and on other grids (else
+    None at once: the caller has a test that decides both ways)."""
     if (not distinct_keys or block.depth != 1 or size != block.width or block.layers is None
             or block.activation.gated or ridge(block.activation) is None):
         return None
@@ -83,10 +86,10 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
         return undecided(f"the modular-rank minor of order {m + 1} needs about "
                          f"{need / 2**30:.1f} GiB and {max(have, 0) / 2**30:.1f} GiB are "
                          "available: not attempted (docs/rules.md, modular rank)")
-    for offset in range(GRID_OFFSETS):
-        rows_, cols_ = _grid(offset, k, d, m)
+    for offset in range(GRID_OFFSETS if retries else 1):
+        rows_, cols_ = grid(offset, k, d, m + 1)
         tried: list[int] = []
-        for p in MINOR_PRIMES:
+        for p in MINOR_PRIMES if retries else MINOR_PRIMES[:1]:
             det = _minor(block, layer.up, layer.down, rows_, cols_, m, p)
             if det is None:
                 break  # p divides a denominator: the next grid (the checker needs the prefix)
@@ -107,11 +110,11 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
     return None
 
 
-def _grid(offset: int, k: int, d: int, m: int) -> tuple[list[int], list[int]]:
-    """k columns and the ⌈(m+1)/k⌉ rows whose first m + 1 coordinates the minor uses: no
-    listed row goes unused (a field nothing reads would be unchecked)."""
+def grid(offset: int, k: int, d: int, count: int) -> tuple[list[int], list[int]]:
+    """k columns and the ⌈count/k⌉ rows whose first `count` coordinates (row-major) a minor
+    uses: no listed row goes unused (a field nothing reads would be unchecked)."""
     picked = [(offset + i) % d for i in range(k)]
-    return picked[: -(-(m + 1) // k)], picked
+    return picked[: -(-count // k)], picked
 
 
 def _skip_residues(block: Block, rows_: list[int], cols_: list[int], p: int
@@ -128,10 +131,19 @@ def _skip_residues(block: Block, rows_: list[int], cols_: list[int], p: int
 def _minor(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_: list[int],
            m: int, p: int) -> int | None:
     """det mod p of the (m+1)×(m+1) matrix: coordinate (r, c) ↦ (d_i[r]·u_i[c] …, S[r, c]);
-    residues come from the exact weights (never from float64 copies, which round 0.3, long
-    doubles and integers beyond 2^53), the determinant from checker/modlu.py's exact LU.
-    None when p divides a denominator."""
-    coords = [(r, c) for r in rows_ for c in cols_][: m + 1]
+    the determinant from checker/modlu.py's exact LU. None when p divides a denominator."""
+    work = augmented(block, up, down, rows_, cols_, m + 1, p, Fraction(1))
+    return None if work is None else modlu().det_auto(work, p)
+
+
+def augmented(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_: list[int],
+              count: int, p: int, factor: Fraction) -> np.ndarray | None:
+    """The count×(m+1) float64 array mod p: coordinate (r, c) ↦ (d_i[r]·u_i[c] for each i,
+    factor·S[r, c]), on the first `count` coordinates of rows_ × cols_ (row-major); residues
+    come from the exact weights (never from float64 copies, which round 0.3, long doubles and
+    integers beyond 2^53). None when p divides a denominator."""
+    m = up.shape[0]
+    coords = [(r, c) for r in rows_ for c in cols_][:count]
     where_r = {r: n for n, r in enumerate(rows_)}
     where_c = {c: n for n, c in enumerate(cols_)}
     r_pos = np.array([where_r[r] for r, _ in coords])
@@ -139,8 +151,8 @@ def _minor(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_: list
     d_res = down.residues(rows_, range(m), p)  # k × m
     u_res = up.residues(range(m), cols_, p)  # m × k
     skip = _skip_residues(block, rows_, cols_, p)
-    if d_res is None or u_res is None or skip is None:
+    scale = linalg.residue(factor, p)
+    if d_res is None or u_res is None or skip is None or scale is None:
         return None
-    lu = modlu()
-    work = lu.product_minor(d_res, u_res, r_pos, c_pos, skip[r_pos, c_pos], p)
-    return lu.det_auto(work, p)
+    last = skip[r_pos, c_pos] * scale % p
+    return modlu().product_minor(d_res, u_res, r_pos, c_pos, last, p)

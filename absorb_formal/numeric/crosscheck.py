@@ -10,6 +10,7 @@ a figure above TOLERANCE is a real difference, and one below it is all float64 c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TextIO
 
 import numpy as np
@@ -89,6 +90,8 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
                     found.append((reference, plain_from_json(block, node["layers"])))
                 elif reference is not None and node.get("check") in CONSTRUCTIONS:
                     found.append((reference, construction(block, reference)))
+                elif reference is not None and node.get("check") == FLIPS:
+                    found.append((reference, flipped(reference, node)))
             for key, value in node.items():
                 if key != "example" and key not in _WEIGHTS:
                     walk(value, example)
@@ -104,6 +107,27 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
 # adds (decide/large.py), rebuilt here in floats.
 CONSTRUCTIONS = ("own neurons + spare pairs", "own neurons + linear neurons",
                  "own neurons + square quadruples", "own neurons + square pairs")
+
+
+FLIPS = "own neurons, rows of J negated"  # decide/unique_subset.py: J stored, not the layers
+
+
+def flipped(reference: FloatBlock, node: dict[str, Any]) -> FloatBlock:
+    """The §4 flip witness in floats: rows of U (and up biases) in J negated, D kept, the
+    down bias c + 2a·Σ_J β_i d_i, skip 0 (decide/unique_subset.flipped, exactly)."""
+    [own] = reference.layers
+    flips = [int(i) - 1 for i in node["flips"]]
+    a = float(Fraction(node["a"]))
+    layer = dict(own)
+    layer["up"] = own["up"].copy()
+    layer["up"][flips] *= -1
+    if "up_bias" in own:
+        beta = own["up_bias"]
+        layer["up_bias"] = beta.copy()
+        layer["up_bias"][flips] *= -1
+        shift = 2 * a * (own["down"][:, flips] @ beta[flips])
+        layer["down_bias"] = own.get("down_bias", np.zeros(reference.dim)) + shift
+    return FloatBlock(reference.scalar, reference.gated, reference.dim, 0.0, None, (layer,))
 
 
 def construction(block: Block, reference: FloatBlock) -> FloatBlock:

@@ -1,0 +1,221 @@
+"""Large blocks in the generic case decided both ways (docs/rules.md §4, "the generic case at
+scale"): the unique solution of the subset system mod q proves planted absorbable blocks (the
+witness J, checked exactly) and refutes the others (a value that is not 0/1, or the only 0/1
+candidate failing exactly), each re-checked from the checker's own reading of the files."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import flint
+import numpy as np
+import pytest
+
+from absorb_formal.checker import modlu
+from absorb_formal.decide import unique_subset
+from absorb_formal.export import read_export
+from absorb_formal.language.load import load_text
+
+from .test_large import doc_at, every_leaf_is_checked
+
+Q = modlu.primes(1)[0]
+
+
+def planted(tmp_path: Path, d: int = 64, m: int = 256, coefficient: float = 1.0,
+            act: str = "relu", bias: bool = False, seed: int = 1) -> list[int]:
+    """Random weights with d neurons J whose terms sum to −coefficient·S/(2a) (S = I):
+    U_J = I + ½·superdiagonal, D_J = −coefficient·U_J⁻¹/(2a) (dyadic: exact in float64)."""
+    rng = np.random.default_rng(seed)
+    up, down = rng.standard_normal((m, d)), rng.standard_normal((d, m))
+    square = np.eye(d) + 0.5 * np.eye(d, k=1)
+    chosen = sorted(rng.choice(m, d, replace=False).tolist())
+    up[chosen] = square
+    down[:, chosen] = -np.linalg.inv(square) * coefficient  # a = 1/2 for relu and gelu
+    arrays = {"up": up, "down": down}
+    biases = ""
+    if bias:
+        arrays.update(b=rng.standard_normal(m), c=rng.standard_normal(d))
+        biases = '  bias\n    up_bias = load("w.npz", "b")\n    down_bias = load("w.npz", "c")'
+    np.savez(tmp_path / "w.npz", **arrays)
+    (tmp_path / "big.mlp").write_text(f"""block Big {{
+    activation {act}  dim {d}  width {m}  skip identity{biases}
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+claim Big is absorbable
+claim min width of Big is {m}
+""", encoding="utf-8")
+    return [i + 1 for i in chosen]
+
+
+def run(tmp_path, cli, monkeypatch, *extra):
+    monkeypatch.chdir(tmp_path)
+    result = cli("--certificates", "certs", "--json", *extra, "big.mlp")
+    assert result.code in (0, 1, 3), result.out + result.err
+    return result.json()["files"][0]["results"]
+
+
+def test_a_planted_absorbable_block_is_proved_with_its_set_j(tmp_path, cli, monkeypatch):
+    chosen = planted(tmp_path)
+    results = run(tmp_path, cli, monkeypatch, "--crosscheck", "2000")
+    assert [r["outcome"] for r in results] == ["proved", "proved"], results
+    assert results[0]["method"] == unique_subset.METHOD
+    path, doc = doc_at(tmp_path, 0)
+    assert doc["certificate"]["check"] == unique_subset.CHECK
+    assert doc["certificate"]["flips"] == chosen
+    assert results[0]["crosscheck"]["max_rel_error"] < 1e-12
+    check = cli("check", "certs")
+    assert check.code == 0 and "2 valid" in check.out, check.out
+    every_leaf_is_checked(path, doc)
+    # the min width: m keys need m neurons, and the flip witness has width m
+    _, doc2 = doc_at(tmp_path, 1)
+    assert doc2["certificate"]["kind"] == "minimal width"
+    assert doc2["certificate"]["witness"]["check"] == unique_subset.CHECK
+    assert doc2["certificate"]["below"]["kind"] == "key count"
+
+
+def test_a_non_0_1_solution_refutes(tmp_path, cli, monkeypatch):
+    planted(tmp_path, coefficient=2.0)  # the terms of J sum to −2·S/(2a): c = 1/2 on J
+    results = run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
+    # the min width is only bounded: m + 1 (this refutation) ≤ min width ≤ the construction's
+    assert [r["outcome"] for r in results] == ["refuted", "unknown"], results
+    path, doc = doc_at(tmp_path, 0)
+    cert = doc["certificate"]
+    assert cert["kind"] == unique_subset.REFUTATION
+    assert cert["value"] == (Q + 1) // 2  # 1/2 mod q
+    assert cli("check", "certs").code == 0
+    every_leaf_is_checked(path, doc)
+
+
+def literal_block(tmp_path: Path, d: int = 32, m: int = 128) -> list[int]:
+    """Integer weights, and d neurons whose terms sum to −S/(2a)/(q + 1): the unique rational
+    solution is q + 1 on J, which is 1 mod q — the only 0/1 candidate, and it fails."""
+    rng = np.random.default_rng(7)
+    up = [[Fraction(int(v)) for v in row] for row in rng.integers(-3, 4, (m, d))]
+    down = [[Fraction(int(v)) for v in row] for row in rng.integers(-3, 4, (d, m))]
+    chosen = sorted(rng.choice(m, d, replace=False).tolist())
+    square = flint.fmpq_mat(d, d, [1 if r == c else flint.fmpq(1, 2) if c == r + 1 else 0
+                                   for r in range(d) for c in range(d)])
+    inverse = square.inv()
+    for n, i in enumerate(chosen):
+        up[i] = [Fraction(1) if c == n else Fraction(1, 2) if c == n + 1 else Fraction(0)
+                 for c in range(d)]
+        for r in range(d):
+            down[r][i] = -Fraction(int(inverse[r, n].p), int(inverse[r, n].q)) / (Q + 1)
+
+    def matrix(rows: list[list[Fraction]]) -> str:
+        return "[" + ",\n  ".join("[" + ", ".join(str(v) for v in row) + "]" for row in rows) + "]"
+
+    (tmp_path / "big.mlp").write_text(f"""block Big {{
+    activation relu  dim {d}  width {m}  skip identity
+    up = {matrix(up)}
+    down = {matrix(down)}
+}}
+claim Big is absorbable
+""", encoding="utf-8")
+    return [i + 1 for i in chosen]
+
+
+def test_the_only_0_1_candidate_failing_exactly_refutes(tmp_path, cli, monkeypatch):
+    chosen = literal_block(tmp_path)
+    [result] = run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
+    assert result["outcome"] == "refuted", result
+    path, doc = doc_at(tmp_path, 0)
+    cert = doc["certificate"]
+    assert cert["kind"] == unique_subset.REFUTATION and cert["flips"] == chosen
+    assert cert["coordinate"] == [0, 0]
+    assert "neuron" not in cert
+    every_leaf_is_checked(path, doc)
+
+
+def test_a_biased_gelu_block_is_proved_and_exported_skip_free(tmp_path, cli, monkeypatch):
+    planted(tmp_path, act="gelu", bias=True, seed=3)
+    results = run(tmp_path, cli, monkeypatch, "--crosscheck", "2000")
+    assert [r["outcome"] for r in results] == ["proved", "proved"], results
+    assert results[0]["crosscheck"]["max_rel_error"] < 1e-12
+    assert cli("check", "certs").code == 0
+    export = cli("export", "big.mlp", "Big", "--width", "256", "--out", "free.safetensors")
+    assert export.code == 0, export.out + export.err
+    arrays, record = read_export(tmp_path / "free.safetensors")
+    assert record["method"] == unique_subset.METHOD
+    spec = load_text((tmp_path / "big.mlp").read_text(), "big.mlp", tmp_path)
+    block = spec.blocks["Big"]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((50, 64))
+    want = block.evaluate(x)
+    erf = np.vectorize(math.erf)
+    hidden = x @ arrays["up"].T + arrays["up_bias"]
+    got = (hidden * 0.5 * (1 + erf(hidden / np.sqrt(2)))) @ arrays["down"].T + arrays["down_bias"]
+    assert np.abs(got - want).max() < 1e-9 * max(1.0, float(np.abs(want).max()))
+
+
+def test_a_learned_skip_of_one_neurons_term_is_absorbed_by_flipping_it(tmp_path, cli,
+                                                                        monkeypatch):
+    """The issue's trained-FFN case at small scale: S = −d_j u_jᵀ read from a file; J = {j}."""
+    d, m, j = 48, 200, 17
+    rng = np.random.default_rng(2)
+    up = (rng.standard_normal((m, d)) * 0.05).astype(np.float32)
+    down = (rng.standard_normal((d, m)) * 0.05).astype(np.float32)
+    skip = -np.outer(down[:, j].astype(np.float64), up[j].astype(np.float64))  # exact
+    np.savez(tmp_path / "w.npz", up=up, down=down, skip=skip)
+    (tmp_path / "big.mlp").write_text(f"""block Big {{
+    activation gelu  dim {d}  width {m}  skip load("w.npz", "skip")
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+claim Big is absorbable
+""", encoding="utf-8")
+    [result] = run(tmp_path, cli, monkeypatch, "--crosscheck", "1000")
+    assert result["outcome"] == "proved", result
+    _, doc = doc_at(tmp_path, 0)
+    assert doc["certificate"]["flips"] == [j + 1]
+    assert cli("check", "certs").code == 0
+
+
+@pytest.mark.parametrize("matrix_target", [False, True])
+def test_the_projected_system_is_the_functionals_applied_to_each_term(matrix_target):
+    """A[j, i] = p_jᵀ (d_i u_iᵀ) q_j and b_j = p_jᵀ T q_j mod q, against FLINT."""
+    d, m, q = 5, 9, Q
+    rng = np.random.default_rng(4)
+    down, up = rng.integers(0, q, (d, m)), rng.integers(0, q, (m, d))
+    target = rng.integers(0, q, (d, d)) if matrix_target else 12345
+    work = modlu.projected_system(down, up, target, 0, q)
+    p_ = modlu.random_residues(0, 0, m, d, q).astype(np.int64)
+    q_ = modlu.random_residues(0, 1, m, d, q).astype(np.int64)
+    t = flint.nmod_mat(target.tolist() if matrix_target else
+                       [[12345 if r == c else 0 for c in range(d)] for r in range(d)], q)
+    for j in range(m):
+        pj = flint.nmod_mat([p_[j].tolist()], q)
+        qj = flint.nmod_mat([[int(v)] for v in q_[j]], q)
+        for i in range(m):
+            term = flint.nmod_mat([[int(down[r, i]) * int(up[i, c]) for c in range(d)]
+                                   for r in range(d)], q)
+            assert int(work[j, i]) == int((pj * term * qj)[0, 0])
+        assert int(work[j, m]) == int((pj * t * qj)[0, 0])
+
+
+def test_the_random_functionals_are_reproducible_in_bands():
+    whole = modlu.random_residues(0, 1, 7, 5, Q)
+    assert whole.min() >= 0 and whole.max() < Q
+    assert np.array_equal(whole, modlu.random_residues(0, 1, 7, 5, Q))
+    assert not np.array_equal(whole, modlu.random_residues(0, 0, 7, 5, Q))
+
+
+def test_a_forged_witness_for_a_generic_block_is_invalid(tmp_path, cli, monkeypatch):
+    """A witness claiming J for a block whose terms do not sum to −S/(2a) is rejected: the
+    checker recomputes the d×d identity exactly."""
+    from absorb_formal.checker import verify
+    from absorb_formal.checker.reading import Reading, spec_location
+
+    chosen = planted(tmp_path, coefficient=2.0)  # J's terms sum to twice the target
+    run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
+    path, doc = doc_at(tmp_path, 0)
+    forged = json.loads(json.dumps(doc))
+    forged["outcome"] = "proved"
+    forged["certificate"] = {"kind": "witness", "check": unique_subset.CHECK, "width": 256,
+                             "a": "1/2", "flips": chosen, "argument": ""}
+    verdict = verify(forged, Reading(spec_location(doc, path)).weights(doc))
+    assert verdict.status == "invalid" and "do not sum" in verdict.reason
