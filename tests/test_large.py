@@ -154,30 +154,37 @@ def test_parallel_bf16_rows_are_refuted_only_below_the_live_keys(tmp_path, cli, 
 
 @pytest.fixture
 def bounded(tmp_path, cli, monkeypatch):
-    """Identity skip: lo = m + 1 (modular rank at m), hi = m + 2d (spare pairs)."""
+    """Identity skip: lo = m + 1 (modular rank at m), hi = m + d (doubles; spare pairs at
+    m + 2d)."""
     block = bf16_block(tmp_path, act="silu", bias=False)
     results = prove(tmp_path, cli, monkeypatch, block,
                     f"claim Big is absorbable at width {M + 2 * D}\n"
-                    f"claim Big is absorbable at width {M + 2 * D - 1}\n"
+                    f"claim Big is absorbable at width {M + D - 1}\n"
                     f"claim min width of Big is {M + 1}\n"
-                    f"claim Big is not absorbable at width {M - 1}\n")
+                    f"claim Big is not absorbable at width {M - 1}\n"
+                    f"claim Big is absorbable at width {M + D}\n")
     return tmp_path, results
 
 
 def test_width_bounds_at_both_ends(bounded):
     tmp_path, results = bounded
-    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown", "proved"]
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown", "proved",
+                                               "proved"]
     assert results[0]["certificate"]["check"] == large.CONSTRUCTION
-    assert results[2]["min_width_bounds"] == [M + 1, M + 2 * D], results[2]
-    assert f"between {M + 1} and {M + 2 * D}" in results[2]["reason"]
-    for line in (0, 2, 3):
+    assert results[4]["certificate"]["check"] == large.DOUBLES
+    assert results[4]["method"] == large.METHOD_DOUBLES
+    assert results[2]["min_width_bounds"] == [M + 1, M + D], results[2]
+    assert f"between {M + 1} and {M + D}" in results[2]["reason"]
+    assert "doubles above" in results[2]["reason"]
+    assert f"the doubles construction's {M + D}" in results[1]["reason"]
+    for line in (0, 2, 3, 4):
         verdict, _ = check_document(doc_at(tmp_path, line)[0])
         assert verdict.status == "valid", (line, verdict.reason)
 
 
 def test_every_field_of_the_large_certificates_is_checked(bounded):
     tmp_path, _ = bounded
-    for line in (0, 2, 3):
+    for line in (0, 2, 3, 4):
         every_leaf_is_checked(*doc_at(tmp_path, line))
 
 

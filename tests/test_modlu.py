@@ -104,6 +104,32 @@ def test_rank_of_rectangular_matrices(shape):
     assert modlu.rank_mod(low, p) == flint_rank(low, p)
 
 
+def flint_pivots(a: np.ndarray, p: int) -> list[int]:
+    """The pivot columns of FLINT's reduced row echelon form mod p."""
+    if not a.size:
+        return []
+    reduced, rank = flint.nmod_mat(a.tolist(), p).rref()
+    return [next(j for j in range(a.shape[1]) if int(reduced[i, j])) for i in range(rank)]
+
+
+@pytest.mark.parametrize("shape", [(5, 40), (40, 5), (33, 70), (70, 33), (1, 9), (9, 1),
+                                   (20, 200)])
+@pytest.mark.parametrize("kind", ["random", "low rank", "repeated columns", "zero columns"])
+def test_pivot_columns_agree_with_flint(shape, kind):
+    """The first independent columns (doubles pick the first independent rows of U this way)."""
+    rng = np.random.default_rng(zlib.crc32(f"{shape} {kind}".encode()))
+    p = P21[0]
+    a = rng.integers(0, p, shape)
+    if kind == "low rank":
+        r = max(1, min(shape) // 2)
+        a = (rng.integers(0, p, (shape[0], r)) @ rng.integers(0, 9, (r, shape[1]))) % p
+    elif kind == "repeated columns":
+        a[:, 1::2] = a[:, ::2][:, : a[:, 1::2].shape[1]]
+    elif kind == "zero columns":
+        a[:, : shape[1] // 2] = 0
+    assert modlu.pivot_columns(a, p) == flint_pivots(a % p, p)
+
+
 def test_small_primes_make_singular_minors_common():
     """mod 17 about one random matrix in 17 is singular: both outcomes are exercised."""
     rng = np.random.default_rng(3)

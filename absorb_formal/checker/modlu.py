@@ -347,14 +347,21 @@ def det_mod(matrix: Any, p: int) -> int:
 
 def rank_mod(matrix: Any, p: int) -> int:
     """rank of an integer matrix over Z/p."""
+    return len(pivot_columns(matrix, p))
+
+
+def pivot_columns(matrix: Any, p: int) -> list[int]:
+    """The pivot columns of an integer matrix over Z/p, increasing: each column that is not
+    in the span (mod p) of the columns before it. Columns independent mod p are independent
+    over Q when p divides no denominator (a non-zero minor mod p is non-zero)."""
     if not usable(p):
         raise ValueError(f"{p} is not a prime this module can work with")
     work = _as_floats(matrix, p, _Numpy)
     if 0 in work.shape:
-        return 0
+        return []
     if not _Numpy.integers_below(work, p):
         raise ValueError(f"the matrix must hold integers of magnitude below {p}")
-    return len(_factor(work, p, _Numpy, False)[0])
+    return _factor(work, p, _Numpy, False)[0]
 
 
 def bytes_needed(n: int) -> int:

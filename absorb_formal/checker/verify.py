@@ -13,7 +13,19 @@ from typing import Any
 
 from sympy.polys.polyerrors import BasePolynomialError
 
-from . import exact, flips, forms, generic, half, lemmas, modular, smt, spare, unique_subset
+from . import (
+    doubles,
+    exact,
+    flips,
+    forms,
+    generic,
+    half,
+    lemmas,
+    modular,
+    smt,
+    spare,
+    unique_subset,
+)
 from .exact import Rows, q
 from .shape import document_problem
 from .source import SourceError, read_statement
@@ -180,8 +192,8 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
                                                         certificate["below"]) if part)
     if kind == "witness":  # §8.1 forms, linear maps + γ (§8), stacks of them (§8.4)
         return certificate.get("check") in ("canonical forms equal", spare.CHECK,
-                                            unique_subset.CHECK, "linear maps equal",
-                                            STACK_CHECK)
+                                            unique_subset.CHECK, doubles.CHECK,
+                                            "linear maps equal", STACK_CHECK)
     return kind in ("subset search", "canonical forms", "linear rank", half.KIND) \
         + LARGE_REFUTATIONS
 
@@ -250,6 +262,9 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
         return
     if cert.get("check") == spare.CHECK:  # large blocks: a construction, not stored layers
         spare.check(block, width, cert, _family(block))
+        return
+    if cert.get("check") == doubles.CHECK:  # large blocks: Δ and det U_Δ mod p, no layers
+        doubles.check(block, width, cert, _family(block), _weights(block, layers))
         return
     if cert.get("check") == spare.LINEAR:
         spare.check_linear(block, width, cert)

@@ -340,15 +340,16 @@ def large_minimal_width(block: Block) -> MinWidth:
     """Large blocks: the proved bounds lo ≤ min width ≤ hi (`large.bounds`); decided when
     they meet, else unknown with both bounds certified."""
     found = large.bounds(block)
-    method = large.METHOD if large.applies(block) else large.METHOD_GATED
+    method = large.construction_method(found.above)
     if found.lo == found.hi:
         return MinWidth(True, found.hi, method, {
             "kind": "minimal width", "width": found.hi, "witness": found.above,
             "below": found.below})
+    above = "doubles" if method == large.METHOD_DOUBLES else "spare pairs"
     return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
                     reason=f"min width is between {found.lo} and {found.hi} ("
                            + ("large block: live-key count, modular rank or unique "
-                              "solution below, spare pairs above)"
+                              f"solution below, {above} above)"
                               if large.applies(block) else
                               "a construction above; no lower-bound rule for this activation)"),
                     bounds=(found.lo, found.hi))

@@ -103,13 +103,16 @@ def _bias_floats(layer: Layer) -> dict[str, np.ndarray]:
             for name in BIASES if getattr(layer, name) is not None}
 
 
+def layer_floats(layer: Layer) -> dict[str, np.ndarray]:
+    """One layer in float64, dead neurons kept (a construction may give them work)."""
+    return {"up": _matrix_floats(layer.up), "down": _matrix_floats(layer.down),
+            **({"gate": _matrix_floats(layer.gate)} if layer.gate is not None else {}),
+            **_bias_floats(layer)}
+
+
 def from_block(block: Block) -> FloatBlock:
     assert block.layers is not None
-    layers = tuple(_live({"up": _matrix_floats(layer.up), "down": _matrix_floats(layer.down),
-                          **({"gate": _matrix_floats(layer.gate)}
-                             if layer.gate is not None else {}),
-                          **_bias_floats(layer)})
-                   for layer in block.layers)
+    layers = tuple(_live(layer_floats(layer)) for layer in block.layers)
     scale, matrix = _skip(block)
     return FloatBlock(block.activation.scalar, block.activation.gated, block.dim, scale,
                       matrix, layers)
