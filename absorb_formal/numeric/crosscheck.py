@@ -132,7 +132,10 @@ def doubled(block: Block, reference: FloatBlock, certificate: dict[str, Any]) ->
     skip = (reference.skip_matrix if reference.skip_matrix is not None
             else reference.skip_scale * np.eye(reference.dim))
     rows = layer["up"][neurons]
-    w = np.linalg.solve(rows.T, -skip.T / (2 * a)).T  # W U_Δ = −S/(2a)
+    try:
+        w = np.linalg.solve(rows.T, -skip.T / (2 * a)).T  # W U_Δ = −S/(2a)
+    except np.linalg.LinAlgError:  # a singular U_Δ (a prover bug): the figure will say so
+        w = np.linalg.lstsq(rows.T, -skip.T / (2 * a), rcond=None)[0].T
     out = dict(layer)
     out["up"] = np.concatenate([layer["up"], -rows])
     down = layer["down"].copy()
