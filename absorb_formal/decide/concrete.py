@@ -39,9 +39,9 @@ def too_large(block: Block) -> str:
     if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
         return ""
     return (f"the block has {n} weights; exact decisions other than the never-rules and the "
-            f"large-block bounds (key count, modular rank, spare pairs: docs/rules.md §4, §7) are "
-            f"limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the claim about "
-            "the family (drop the weights)")
+            "large-block bounds (key count, modular rank, spare pairs, doubles: docs/rules.md "
+            f"§4, §7) are limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the "
+            "claim about the family (drop the weights)")
 
 
 def costly(block: Block) -> bool:

@@ -1,11 +1,13 @@
 """`scan --export DIR`: the skip-free checkpoint.
 
 Each MLP sublayer is replaced by the plain MLP proved equal to its residual x + MLP(x), at
-the least width the scan proved (every sublayer padded with zero neurons to the largest, so
-that one config width fits all). Tensor names and layouts stay as in the input (GPT-2's
-Conv1D stays input × output); every other tensor is copied bit for bit; config.json's width
-keys are updated, and an `absorb_formal` entry lists the sublayers that lost their skip: the
-model code must run those without the residual around them.
+the least width the scan proved — or, where that is a doubles construction too wide to build
+exactly (`decide.large.EXACT_DOUBLES`), at the spare pairs' width, noted in `width_notes` —
+every sublayer padded with zero neurons to the largest, so that one config width fits all.
+Tensor names and layouts stay as in the input (GPT-2's Conv1D stays input × output); every
+other tensor is copied bit for bit; config.json's width keys are updated, and an
+`absorb_formal` entry lists the sublayers that lost their skip: the model code must run
+those without the residual around them.
 """
 
 from __future__ import annotations
