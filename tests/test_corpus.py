@@ -11,7 +11,14 @@ import pytest
 from absorb_formal.decide import decide, large
 from absorb_formal.language import load_file
 from absorb_formal.numeric.backends import NumpyBackend
-from absorb_formal.numeric.crosscheck import CONSTRUCTIONS, DOUBLES, construction, doubled
+from absorb_formal.numeric.crosscheck import (
+    CONSTRUCTIONS,
+    DOUBLES,
+    FLIPS,
+    construction,
+    doubled,
+    flipped,
+)
 from absorb_formal.numeric.floatblock import from_block, plain_from_json
 from absorb_formal.result import PROVED, REFUTED
 
@@ -47,8 +54,9 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path):
                 assert np.allclose(_spare_pairs(block, witness, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
                 continue
-            if witness.get("check") == DOUBLES:  # large blocks: doubles, W by a float solve
-                plain = doubled(block, from_block(block), witness)
+            if witness.get("check") in (DOUBLES, FLIPS):  # large blocks: Δ or J, no layers
+                plain = (doubled(block, from_block(block), witness)
+                         if witness["check"] == DOUBLES else flipped(from_block(block), witness))
                 assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
                 continue
