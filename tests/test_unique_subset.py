@@ -219,3 +219,61 @@ def test_a_forged_witness_for_a_generic_block_is_invalid(tmp_path, cli, monkeypa
                              "a": "1/2", "flips": chosen, "argument": ""}
     verdict = verify(forged, Reading(spec_location(doc, path)).weights(doc))
     assert verdict.status == "invalid" and "do not sum" in verdict.reason
+
+
+def _exported_error(tmp_path: Path, cli, block: str, m: int) -> float:
+    """Max |exported plain block − block| at 50 points, relative to the block's outputs."""
+    out = f"{block}.safetensors"
+    export = cli("export", "big.mlp", block, "--width", str(m), "--out", out)
+    assert export.code == 0, export.out + export.err
+    arrays, _ = read_export(tmp_path / out)
+    spec = load_text((tmp_path / "big.mlp").read_text(), "big.mlp", tmp_path)
+    d = spec.blocks[block].dim
+    x = np.random.default_rng(0).standard_normal((50, d))
+    want = spec.blocks[block].evaluate(x)
+    got = np.maximum(x @ arrays["up"].T + arrays.get("up_bias", 0), 0) @ arrays["down"].T \
+        + arrays.get("down_bias", 0)
+    return float(np.abs(got - want).max() / max(1.0, float(np.abs(want).max())))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_the_flip_witness_of_small_integer_weights_is_negated_exactly(tmp_path, cli,
+                                                                       monkeypatch, dtype):
+    """Negating rows of a uint8 U in its own dtype wrapped 1 to 255 (int8: −128 stayed
+    −128), and the exported witness was another block; the flip now widens integers."""
+    d, m = 32, 128
+    rng = np.random.default_rng(1)
+    up = rng.integers(-128 if dtype == "int8" else 0, 128, (m, d)).astype(dtype)
+    down = rng.standard_normal((d, m))
+    up[:d] = np.eye(d, dtype=dtype) * (-128 if dtype == "int8" else 1)
+    down[:, :d] = -np.eye(d) / (-128 if dtype == "int8" else 1)  # Σ_J d_i u_iᵀ = −I
+    np.savez(tmp_path / "w.npz", up=up, down=down)
+    (tmp_path / "big.mlp").write_text(f"""block Big {{
+    activation relu  dim {d}  width {m}  skip identity
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+claim Big is absorbable
+""", encoding="utf-8")
+    [result] = run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
+    assert result["outcome"] == "proved" and result["method"] == unique_subset.METHOD
+    assert _exported_error(tmp_path, cli, "Big", m) < 1e-12
+
+
+def test_a_remembered_block_does_not_lend_its_witness_to_one_with_other_biases(
+        tmp_path, cli, monkeypatch):
+    """Two blocks with the same U, D and S but different biases share residues and keys
+    (`large._analysed` remembers them), not the flip witness: the biases are in it."""
+    planted(tmp_path, d=32, m=128)
+    rng = np.random.default_rng(5)
+    np.savez(tmp_path / "b.npz", b=rng.standard_normal(128) * 3, c=rng.standard_normal(32))
+    text = (tmp_path / "big.mlp").read_text(encoding="utf-8")
+    biased = text.split("claim")[0].replace("block Big", "block Biased").replace(
+        "skip identity", 'skip identity\n  bias\n  up_bias = load("b.npz", "b")\n'
+                         '  down_bias = load("b.npz", "c")')
+    (tmp_path / "big.mlp").write_text(text + biased + "claim Biased is absorbable\n",
+                                      encoding="utf-8")
+    results = run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
+    assert [r["outcome"] for r in results] == ["proved"] * 3, results
+    assert _exported_error(tmp_path, cli, "Big", 128) < 1e-12  # remembers Big
+    assert _exported_error(tmp_path, cli, "Biased", 128) < 1e-12

@@ -572,8 +572,9 @@ def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decisio
     `own_width`). Several claims on one block, a query (its width, then its min width
     bounds) and repeated API calls on a block read again from the same files share this
     work: the determinant is most of it. A block is the same as a remembered one when it is
-    that object, or when σ, S and the values of U and D are equal (compared exactly: the
-    residues and the minor depend on nothing else; biases never enter them)."""
+    that object, or when σ, S, the values of U and D and the biases are equal (compared
+    exactly: the residues and the minor depend on nothing else, but the unique solution's
+    witness, `unique_subset.flipped`, carries the block's own biases)."""
     found = _entry(block)
     if own_width and not found.own_done:
         found.own = _own_width(block, found.keys)
@@ -628,7 +629,10 @@ def _same_block(a: Block, b: Block) -> bool:
         return False
     if (a.skip.matrix is None) != (b.skip.matrix is None) or a.skip.scale != b.skip.scale:
         return False
-    pairs = [(a.layers[0].up, b.layers[0].up), (a.layers[0].down, b.layers[0].down)]
+    mine, theirs = a.layers[0], b.layers[0]
+    if mine.up_bias != theirs.up_bias or mine.down_bias != theirs.down_bias:
+        return False  # the flip witness of one would carry the other's biases
+    pairs = [(mine.up, theirs.up), (mine.down, theirs.down)]
     if a.skip.matrix is not None and b.skip.matrix is not None:
         pairs.append((a.skip.matrix, b.skip.matrix))
     return all(_same_values(x, y) for x, y in pairs)

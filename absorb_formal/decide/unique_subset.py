@@ -149,8 +149,8 @@ def flipped(block: Block, flips: list[int], a: Fraction) -> Layer:
     an array (negation is exact)."""
     assert block.layers is not None
     layer = block.layers[0]
-    if layer.up.loaded is not None:
-        values = np.array(layer.up.loaded, copy=True)
+    values = _signed(layer.up.loaded)
+    if values is not None:
         values[flips] = -values[flips]
         up = Matrix(array=values)
     else:
@@ -170,6 +170,23 @@ def flipped(block: Block, flips: list[int], a: Fraction) -> Layer:
         base = layer.down_bias or (Fraction(0),) * block.dim
         down_bias = tuple(c + s for c, s in zip(base, shift, strict=True))
     return Layer(up, layer.down, up_bias=up_bias, down_bias=down_bias)
+
+
+def _signed(loaded: np.ndarray | None) -> np.ndarray | None:
+    """A copy of a loaded array in a dtype where negating any entry is exact: floats as they
+    are, integers as int64 when every entry fits with its negation (uint8 would wrap 1 to
+    255, int8 keep −128); None otherwise (literal rows, or uint64/int64 beyond ±(2^63 − 1):
+    the exact rows are negated instead)."""
+    if loaded is None:
+        return None
+    if loaded.dtype.kind == "f":
+        return np.array(loaded, copy=True)
+    if loaded.dtype.kind not in "iu" or loaded.size == 0:
+        return None
+    bound = 2**63 - 1
+    if int(loaded.max()) > bound or int(loaded.min()) < -bound:
+        return None
+    return loaded.astype(np.int64)
 
 
 def identity_failure(block: Block, flips: list[int], a: Fraction) -> tuple[int, int] | None:
