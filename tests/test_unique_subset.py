@@ -277,3 +277,29 @@ def test_a_remembered_block_does_not_lend_its_witness_to_one_with_other_biases(
     assert [r["outcome"] for r in results] == ["proved"] * 3, results
     assert _exported_error(tmp_path, cli, "Big", 128) < 1e-12  # remembers Big
     assert _exported_error(tmp_path, cli, "Biased", 128) < 1e-12
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).maxexp <= 2000, reason="no wide long double")
+def test_a_flip_witness_beyond_float64_range_skips_the_cross_check(tmp_path, cli, monkeypatch):
+    """U_J = 2^2000·I in long double (no float64 holds it), D_J = −2^−2000·I: the cross-check
+    has no float image to compare and says so; it raised a false INTERNAL ERROR when the
+    long double array was cast to inf unchecked."""
+    d, m = 32, 128
+    rng = np.random.default_rng(3)
+    up = rng.standard_normal((m, d)).astype(np.longdouble)
+    down = rng.standard_normal((d, m)).astype(np.longdouble)
+    big = np.longdouble(2) ** 2000
+    up[:d] = np.eye(d, dtype=np.longdouble) * big
+    down[:, :d] = -np.eye(d, dtype=np.longdouble) / big
+    np.savez(tmp_path / "w.npz", up=up, down=down)
+    (tmp_path / "big.mlp").write_text(f"""block Big {{
+    activation relu  dim {d}  width {m}  skip identity
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+claim Big is absorbable
+""", encoding="utf-8")
+    [result] = run(tmp_path, cli, monkeypatch, "--crosscheck", "1000")
+    assert result["outcome"] == "proved", result
+    assert "skipped" in result["crosscheck"], result
+    assert cli("check", "certs").code == 0

@@ -81,10 +81,18 @@ def to_float(value: Fraction) -> float:
 
 
 def _matrix_floats(matrix: Matrix) -> np.ndarray:
-    """The matrix in float64. A loaded array is float (or int) already, hence in range; only
-    literal rows, which can be any rational, are converted entry by entry with a range check."""
+    """The matrix in float64. A loaded array of float64 or narrower floats, or of integers, is
+    in range already; a long double one is range-checked as a whole (2^2000 is a long double
+    and no float64); literal rows, which can be any rational, entry by entry."""
     if matrix._array is not None:  # loaded: no Fraction per entry (7B blocks)
-        return matrix.floats
+        array = matrix._array
+        with np.errstate(over="ignore", under="ignore"):
+            floats = matrix.floats
+        if array.dtype.kind == "f" and array.dtype.itemsize > 8 and (
+                not np.isfinite(floats).all()
+                or ((array != 0) & (np.abs(floats) < _SMALLEST_NORMAL)).any()):
+            raise OutOfRange("weights beyond float64 range")
+        return floats
     return np.array([[to_float(v) for v in row] for row in matrix.rows],
                     dtype=np.float64).reshape(matrix.shape)
 
