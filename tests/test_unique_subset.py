@@ -236,6 +236,19 @@ def _exported_error(tmp_path: Path, cli, block: str, m: int) -> float:
     return float(np.abs(got - want).max() / max(1.0, float(np.abs(want).max())))
 
 
+def loaded_spec(tmp_path: Path, up: np.ndarray, down: np.ndarray) -> None:
+    """A relu block with S = I whose U and D are loaded from w.npz, claimed absorbable."""
+    m, d = up.shape
+    np.savez(tmp_path / "w.npz", up=up, down=down)
+    (tmp_path / "big.mlp").write_text(f"""block Big {{
+    activation relu  dim {d}  width {m}  skip identity
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+claim Big is absorbable
+""", encoding="utf-8")
+
+
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
 def test_the_flip_witness_of_small_integer_weights_is_negated_exactly(tmp_path, cli,
                                                                        monkeypatch, dtype):
@@ -247,14 +260,7 @@ def test_the_flip_witness_of_small_integer_weights_is_negated_exactly(tmp_path, 
     down = rng.standard_normal((d, m))
     up[:d] = np.eye(d, dtype=dtype) * (-128 if dtype == "int8" else 1)
     down[:, :d] = -np.eye(d) / (-128 if dtype == "int8" else 1)  # Σ_J d_i u_iᵀ = −I
-    np.savez(tmp_path / "w.npz", up=up, down=down)
-    (tmp_path / "big.mlp").write_text(f"""block Big {{
-    activation relu  dim {d}  width {m}  skip identity
-    up   = load("w.npz", "up")
-    down = load("w.npz", "down")
-}}
-claim Big is absorbable
-""", encoding="utf-8")
+    loaded_spec(tmp_path, up, down)
     [result] = run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
     assert result["outcome"] == "proved" and result["method"] == unique_subset.METHOD
     assert _exported_error(tmp_path, cli, "Big", m) < 1e-12
@@ -291,14 +297,7 @@ def test_a_flip_witness_beyond_float64_range_skips_the_cross_check(tmp_path, cli
     big = np.longdouble(2) ** 2000
     up[:d] = np.eye(d, dtype=np.longdouble) * big
     down[:, :d] = -np.eye(d, dtype=np.longdouble) / big
-    np.savez(tmp_path / "w.npz", up=up, down=down)
-    (tmp_path / "big.mlp").write_text(f"""block Big {{
-    activation relu  dim {d}  width {m}  skip identity
-    up   = load("w.npz", "up")
-    down = load("w.npz", "down")
-}}
-claim Big is absorbable
-""", encoding="utf-8")
+    loaded_spec(tmp_path, up, down)
     [result] = run(tmp_path, cli, monkeypatch, "--crosscheck", "1000")
     assert result["outcome"] == "proved", result
     assert "skipped" in result["crosscheck"], result
