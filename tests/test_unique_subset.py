@@ -9,6 +9,7 @@ import json
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import flint
 import numpy as np
@@ -175,16 +176,24 @@ claim Big is absorbable
     assert cli("check", "certs").code == 0
 
 
+def random_system(d: int, m: int, q: int, matrix_target: bool, seed: int, scalar: int
+                  ) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray, np.ndarray, np.ndarray]:
+    """Random residues D, U, T (a d×d matrix, or `scalar` for T = scalar·I), the projected
+    system built from them and the functionals' P and Q as int64."""
+    rng = np.random.default_rng(seed)
+    down, up = rng.integers(0, q, (d, m)), rng.integers(0, q, (m, d))
+    target = rng.integers(0, q, (d, d)) if matrix_target else scalar
+    work = modlu.projected_system(down, up, target, 0, q)
+    p_ = modlu.random_residues(0, 0, m, d, q).astype(np.int64)
+    q_ = modlu.random_residues(0, 1, m, d, q).astype(np.int64)
+    return down, up, target, work, p_, q_
+
+
 @pytest.mark.parametrize("matrix_target", [False, True])
 def test_the_projected_system_is_the_functionals_applied_to_each_term(matrix_target):
     """A[j, i] = p_jᵀ (d_i u_iᵀ) q_j and b_j = p_jᵀ T q_j mod q, against FLINT."""
     d, m, q = 5, 9, Q
-    rng = np.random.default_rng(4)
-    down, up = rng.integers(0, q, (d, m)), rng.integers(0, q, (m, d))
-    target = rng.integers(0, q, (d, d)) if matrix_target else 12345
-    work = modlu.projected_system(down, up, target, 0, q)
-    p_ = modlu.random_residues(0, 0, m, d, q).astype(np.int64)
-    q_ = modlu.random_residues(0, 1, m, d, q).astype(np.int64)
+    down, up, target, work, p_, q_ = random_system(d, m, q, matrix_target, 4, 12345)
     t = flint.nmod_mat(target.tolist() if matrix_target else
                        [[12345 if r == c else 0 for c in range(d)] for r in range(d)], q)
     for j in range(m):
@@ -302,3 +311,19 @@ def test_a_flip_witness_beyond_float64_range_skips_the_cross_check(tmp_path, cli
     assert result["outcome"] == "proved", result
     assert "skipped" in result["crosscheck"], result
     assert cli("check", "certs").code == 0
+
+
+@pytest.mark.parametrize("q", [Q, modlu.primes(1, 2**25)[0]])
+@pytest.mark.parametrize("matrix_target", [False, True])
+def test_the_projected_system_in_bands_and_split_products_is_exact(q, matrix_target):
+    """m > SYSTEM_BAND (the functionals drawn band by band) and, for q near 2^25, an inner
+    dimension d = 40 above inner_limit(q) = 8 (product_mod reduces between pieces): every
+    entry against the same system in exact int64 products (each < d·q² < 2^63)."""
+    d, m = 40, modlu.SYSTEM_BAND + 88
+    assert modlu.inner_limit(q) < d or q == Q
+    down, up, target, work, p_, q_ = random_system(d, m, q, matrix_target, 11, 987654)
+    a = (p_ @ down % q) * (q_ @ up.T % q) % q
+    t = target if matrix_target else np.eye(d, dtype=np.int64) * target
+    b = ((p_ @ t % q) * q_ % q).sum(axis=1) % q
+    assert np.array_equal(work[:, :m].astype(np.int64), a)
+    assert np.array_equal(work[:, m].astype(np.int64), b)
