@@ -327,3 +327,33 @@ def test_the_projected_system_in_bands_and_split_products_is_exact(q, matrix_tar
     b = ((p_ @ t % q) * q_ % q).sum(axis=1) % q
     assert np.array_equal(work[:, :m].astype(np.int64), a)
     assert np.array_equal(work[:, m].astype(np.int64), b)
+
+
+def test_integer_fields_must_be_integers(tmp_path, cli, monkeypatch):
+    """`int()` read 3.0, "3", 3.9 and true as neuron numbers: a field the checker did not
+    see as written. Fields are integers in the document, as the prover writes them."""
+    from absorb_formal.checker import verify
+    from absorb_formal.checker.reading import Reading, spec_location
+
+    planted(tmp_path, coefficient=2.0)
+    run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
+    path, doc = doc_at(tmp_path, 0)
+    read = Reading(spec_location(doc, path)).weights(doc)
+    assert verify(doc, read).status == "valid"
+    cert = doc["certificate"]
+    for field, value in [("neuron", float(cert["neuron"])), ("neuron", str(cert["neuron"])),
+                         ("neuron", cert["neuron"] + 0.9), ("value", str(cert["value"])),
+                         ("solve_primes", [float(q) for q in cert["solve_primes"]])]:
+        forged = json.loads(json.dumps(doc))
+        forged["certificate"][field] = value
+        verdict = verify(forged, read)
+        assert verdict.status == "invalid" and "not an integer" in verdict.reason, (field, value)
+    witness = {"kind": "witness", "check": unique_subset.CHECK, "width": 256, "a": "1/2",
+               "flips": [], "argument": ""}
+    for field, value, reason in [("width", 256.0, "not an integer"), ("flips", [True],
+                                 "not an integer"), ("a", 0.5, "the stored a")]:
+        forged = json.loads(json.dumps(doc))
+        forged["outcome"] = "proved"
+        forged["certificate"] = {**witness, field: value}
+        verdict = verify(forged, read)
+        assert verdict.status == "invalid" and reason in verdict.reason, (field, verdict)

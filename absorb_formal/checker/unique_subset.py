@@ -36,11 +36,12 @@ SEED = 0  # the functionals' seed (fixed: any seed making A invertible gives one
 def check_witness(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str, Any],
                   a: Fraction) -> None:
     require(cert["check"] == CHECK, "not the flip witness")
-    require(a != 0 and Fraction(cert["a"]) == a, f"the stored a is not the re-proved a = {a}")
+    require(a != 0 and isinstance(cert["a"], str) and Fraction(cert["a"]) == a,
+            f"the stored a is not the re-proved a = {a}")
     up, down = _depth_one(layers)
     m, d = up.shape
-    require(int(cert["width"]) == m and m <= width, f"the witness has width {m}, at most "
-                                                    f"{width} and the block's own")
+    require(_whole(cert["width"], "width") == m and m <= width,
+            f"the witness has width {m}, at most {width} and the block's own")
     flips = _flips(cert, m)
     require(_failure(skip, up, down, flips, a) is None,
             "the flipped neurons' terms do not sum to -S/(2a)")
@@ -56,7 +57,7 @@ def check_refutation(skip: list[list[Fraction]], width: int, layers: Layers,
     p = _prime(cert)
     distinct, _ = key_classes(up, down, p)
     require(distinct, f"two rows of U share a key mod {p} (or a row is 0)")
-    primes = [int(q) for q in cert["solve_primes"]]
+    primes = [_whole(q, "a solve prime") for q in cert["solve_primes"]]
     require(1 <= len(primes) <= MAX_PRIMES and primes == modlu.primes(len(primes)),
             f"the solve primes must be the {MAX_PRIMES} or fewer largest primes below 2^21, "
             "in decreasing order")
@@ -74,9 +75,9 @@ def check_refutation(skip: list[list[Fraction]], width: int, layers: Layers,
     if "neuron" in cert:
         require("flips" not in cert and "coordinate" not in cert,
                 "a refutation names a value or a failed candidate, not both")
-        i = int(cert["neuron"]) - 1
+        i = _whole(cert["neuron"], "neuron") - 1
         require(0 <= i < m, "the neuron is out of range")
-        require(solution[i] == int(cert["value"]) and solution[i] > 1,
+        require(solution[i] == _whole(cert["value"], "value") and solution[i] > 1,
                 f"the solution's entry {i + 1} is {solution[i]}, not the stored non-0/1 value")
         return
     require("value" not in cert, "a value without its neuron")
@@ -84,14 +85,20 @@ def check_refutation(skip: list[list[Fraction]], width: int, layers: Layers,
     flips = _flips(cert, m)
     require(flips == [i for i, v in enumerate(solution) if v == 1],
             "the flips are not the solution's ones")
-    stored = tuple(int(v) for v in cert["coordinate"])
+    stored = tuple(_whole(v, "a coordinate") for v in cert["coordinate"])
     failure = _failure(skip, up, down, flips, a)
     require(failure is not None, "the candidate's identity holds: the block is absorbable")
     require(stored == failure, f"the first entry where the identity fails is {failure}")
 
 
+def _whole(value: Any, what: str) -> int:
+    """A field that is an integer in the document (3.5 or true would pass `int`)."""
+    require(type(value) is int, f"{what} is not an integer: {value!r}")
+    return int(value)
+
+
 def _flips(cert: dict[str, Any], m: int) -> list[int]:
-    flips = [int(i) - 1 for i in cert["flips"]]
+    flips = [_whole(i, "a flip") - 1 for i in cert["flips"]]
     require(flips == sorted(set(flips)) and all(0 <= i < m for i in flips),
             "the flips are not increasing neuron numbers in range")
     return flips
