@@ -100,7 +100,7 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
                 elif reference is not None and node.get("check") in CONSTRUCTIONS:
                     found.append((reference, construction(block, reference)))
                 elif reference is not None and node.get("check") == FLIPS:
-                    found.append((reference, flipped(reference, node)))
+                    found.append((reference, flipped(block, reference, node)))
             for key, value in node.items():
                 if key != "example" and key not in _WEIGHTS:
                     walk(value, example)
@@ -151,10 +151,13 @@ def doubled(block: Block, reference: FloatBlock, certificate: dict[str, Any]) ->
 FLIPS = "own neurons, rows of J negated"  # decide/unique_subset.py: J stored, not the layers
 
 
-def flipped(reference: FloatBlock, node: dict[str, Any]) -> FloatBlock:
+def flipped(block: Block, reference: FloatBlock, node: dict[str, Any]) -> FloatBlock:
     """The §4 flip witness in floats: rows of U (and up biases) in J negated, D kept, the
-    down bias c + 2a·Σ_J β_i d_i, skip 0 (decide/unique_subset.flipped, exactly)."""
-    [own] = reference.layers
+    down bias c + 2a·Σ_J β_i d_i, skip 0 (decide/unique_subset.flipped, exactly). Built on
+    every neuron of the block (J numbers the block's neurons; the reference may have dropped
+    neurons whose down column is 0 in floats)."""
+    assert block.layers is not None
+    own = layer_floats(block.layers[0])
     flips = [int(i) - 1 for i in node["flips"]]
     a = float(Fraction(node["a"]))
     layer = dict(own)
