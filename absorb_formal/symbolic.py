@@ -5,13 +5,17 @@ silu, gelu, gelu_tanh, sigmoid and tanh take irrational values at every rational
 swiglu/geglu block's linear neuron (gate row 0, gate bias γ = 1) has down weights p/σ(γ),
 and a biased gelu/silu witness's output bias c′ holds the constant neurons' Σ dᵢ σ(βᵢ).
 
-A `Symbolic` is a Laurent polynomial over Q in *atoms* σ(β) (σ one of those kinds, β ≠ 0
-rational): Σₖ cₖ Πⱼ σⱼ(βⱼ)^eⱼₖ. Sums, products and division by a monomial stay in that ring
+A `Symbolic` is a Laurent polynomial over Q in *atoms* σ(β) (σ one of those kinds, β > 0
+rational; σ(−β) is rewritten through σ's symmetry, e.g. silu(−1) = silu(1) − 1): Σₖ cₖ Πⱼ
+σⱼ(βⱼ)^eⱼₖ. Sums, products and division by a monomial stay in that ring
 and are exact; a formal identity between two such expressions is an identity of the reals
 they denote (an atom with a negative power is non-zero: the prover only divides by atoms
 whose sign `sign` proves). The converse fails (silu(2) is a rational function of silu(1)),
 so formally different values are never taken to be different: `sign` decides that from a
-rigorous enclosure (python-flint's arb interval arithmetic), or not at all.
+rigorous enclosure (python-flint's arb interval arithmetic), or not at all. (For silu and
+sigmoid, 1 and the σ(β), β > 0, are even linearly independent over Q — e^{1/N} is
+transcendental and the largest β's pole is its own — so sums of constant neurons differ
+exactly when they differ formally; enclosures find it.)
 
 A value with no atom is returned as a plain Fraction, so rational code paths see Fractions.
 Text form (certificates, docs/certificates.md): terms joined by " + " / " - ", each a rational
@@ -32,6 +36,11 @@ Number = Any  # Fraction | int | Symbolic: what the arithmetic takes and returns
 KINDS = ("gelu", "gelu_tanh", "sigmoid", "silu", "tanh")
 AT_ZERO = {"gelu": Fraction(0), "gelu_tanh": Fraction(0), "sigmoid": Fraction(1, 2),
            "silu": Fraction(0), "tanh": Fraction(0)}
+# σ(p) = c + s·p + t·σ(−p): σ(z) − σ(−z) = z (silu, gelu, gelu_tanh: O(1/2)), σ(z) + σ(−z) = 1
+# (sigmoid), tanh odd. The checker re-derives each from σ's formula (checker/symbolic.py).
+REFLECTION = {"gelu": (Fraction(0), Fraction(1), 1), "gelu_tanh": (Fraction(0), Fraction(1), 1),
+              "silu": (Fraction(0), Fraction(1), 1), "sigmoid": (Fraction(1), Fraction(0), -1),
+              "tanh": (Fraction(0), Fraction(0), -1)}
 PRECISIONS = (64, 128, 256, 512, 1024, 2048, 4096)  # bits, tried in turn by float()
 
 
@@ -168,12 +177,17 @@ def inverse(x: Number) -> Number:
 
 
 def atom(kind: str, point: Fraction) -> Number:
-    """σ(point) for σ one of KINDS, exactly: a rational at 0, an atom elsewhere."""
+    """σ(point) for σ one of KINDS, exactly: a rational at 0, an atom σ(β) with β > 0
+    elsewhere — a negative point is reflected, σ(p) = c + s·p + t·σ(−p) (REFLECTION), so
+    that equal values of one σ at ±β have one form."""
     if kind not in KINDS:
         raise ValueError(f"{kind} has no symbolic values")
     point = Fraction(point)
     if point == 0:
         return AT_ZERO[kind]
+    if point < 0:
+        c, slope, t = REFLECTION[kind]
+        return c + slope * point + t * atom(kind, -point)
     monomial: Monomial = (((kind, point), 1),)
     return Symbolic(((monomial, Fraction(1)),))
 

@@ -260,18 +260,30 @@ def test_equality_is_refuted_on_constants_only_when_an_enclosure_separates_them(
     spec, doc = _equality_refutation(tmp_path, text)
     assert verify(doc).status == "valid"
     assert decide(spec, spec.statements[0]).outcome == REFUTED
+    # without a separating enclosure (as for numbers that might be equal), no refutation
+    from absorb_formal.checker import symbolic
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(symbolic, "sign", lambda value: None if symbolic.as_rational(value)
+                      is None else 0)
+        verdict = verify(doc)
+    assert verdict.status == "invalid" and "not proved different" in verdict.reason
 
 
-def test_the_checker_does_not_refute_equality_on_formal_constants(tmp_path):
-    """silu(−1) = silu(1) − 1 (σ(z) − σ(−z) = z): the constant neuron σ(−1) and the constant
-    σ(1) − 1 differ formally but are the same number, so neither the prover nor the checker
-    may call the blocks different (no enclosure of the difference, 0, excludes 0)."""
+def test_the_checker_does_not_refute_equality_on_reflected_constants(tmp_path):
+    """silu(−1) = silu(1) − 1 (σ(z) − σ(−z) = z, re-proved by the checker): the constant
+    neuron σ(−1) and the constant σ(1) − 1 are one form, so the blocks are equal and a
+    refutation is invalid."""
     text = ("block A { activation silu dim 1 width 2 bias up = [[1], [0]] up_bias = [0, -1]"
             " down = [[1, 1]] }\n"
-            "block B { activation silu dim 1 width 2 bias up = [[1], [0]] up_bias = [0, 1]"
-            " down = [[1, 1]] down_bias = [-1] }\nclaim A equals B\n")
-    spec, doc = _equality_refutation(tmp_path, text)
-    verdict = verify(doc)
-    assert verdict.status == "invalid" and "not proved different" in verdict.reason
+            "block B { activation silu dim 1 width 3 bias up = [[1], [0], [0]]"
+            " up_bias = [0, 1, 2] down = [[1, 1, 0]] down_bias = [-1] }\nclaim A equals B\n")
+    spec_file = tmp_path / "s.mlp"
+    spec_file.write_text(text, encoding="utf-8")
+    spec = load_file(spec_file)
     result = decide(spec, spec.statements[0])
-    assert result.outcome not in (PROVED, REFUTED) and "not proved different" in result.reason
+    assert result.outcome == PROVED
+    doc = proofs.document(spec, spec.statements[0], result, spec_file, tmp_path / "c" / "x.json")
+    assert verify(doc).status == "valid"
+    doc["outcome"], doc["certificate"]["equal"] = REFUTED, False
+    assert verify(doc).status == "invalid"

@@ -3,7 +3,8 @@
 
 A value is `r + Σₖ cₖ Πⱼ σⱼ(βⱼ)^eⱼₖ` written as terms joined by " + " / " - ", each a
 rational coefficient (absent: 1) times atoms `kind(β)` with an optional `^e`, e.g.
-`1/2 + 3*silu(1) - gelu(-1/2)^-1`. It is parsed into a map monomial ↦ coefficient (a
+`1/2 + 3*silu(1) - gelu(1/2)^-1`, each atom at a point β > 0 (a constant neuron σ(−β) reads
+as its reflection, `reflection`). It is parsed into a map monomial ↦ coefficient (a
 Laurent polynomial over Q in the atoms); sums and rational multiples are formal, so two
 values with the same map are the same real. Whether a value is non-zero is decided only from
 an enclosure: each atom evaluated from σ's own sympy formula (`lemmas.formula`) in
@@ -72,6 +73,8 @@ def _term(text: str) -> tuple[Monomial, Fraction]:
         powers[kind, point] = powers.get((kind, point), 0) + exponent
     if coefficient == 0:
         raise Invalid(f"{text!r} has a zero coefficient")
+    if any(point < 0 for (_, point) in powers):
+        raise Invalid(f"{text!r}: an atom at a negative point (written σ(β), β > 0)")
     monomial = tuple(sorted((a, e) for a, e in powers.items() if e != 0))
     return monomial, -coefficient if negative else coefficient
 
@@ -81,10 +84,24 @@ def rational(value: Fraction) -> Poly:
 
 
 def atom(kind: str, point: Fraction) -> Poly:
-    """σ(β) as a value: an atom for σ irrational on Q \\ {0} (Invalid otherwise or at 0)."""
+    """σ(β) as a value: the atom σ(β) for β > 0; for β < 0 the reflection c + s·β + t·σ(−β)
+    that `reflection` proves (Invalid for σ rational on Q or β = 0)."""
     if kind not in KINDS or point == 0:
         raise Invalid(f"{kind}({point}) is not an atom")
-    return {(((kind, point), 1),): Fraction(1)}
+    if point > 0:
+        return {(((kind, point), 1),): Fraction(1)}
+    c, slope, t = reflection(kind)
+    return add(rational(c + slope * point), atom(kind, -point), Fraction(t))
+
+
+def reflection(kind: str) -> tuple[Fraction, Fraction, int]:
+    """(c, s, t) with σ(z) = c + s·z + t·σ(−z), re-proved (`lemmas.reflection`)."""
+    from .lemmas import reflection as proved
+
+    found = proved(kind)
+    if found is None:
+        raise Invalid(f"no reflection σ(−z) of {kind} is proved")
+    return found
 
 
 def add(a: Poly, b: Poly, scale: Fraction = Fraction(1)) -> Poly:
