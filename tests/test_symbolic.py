@@ -313,3 +313,52 @@ def test_exported_symbolic_weights_are_correctly_rounded():
             with mpmath.workprec(bits):
                 nearest = float(+want)  # mpmath rounds to nearest at `bits`
             assert got == nearest
+
+
+@pytest.mark.parametrize("engine", ["numpy", "torch"])
+def test_the_cross_check_evaluates_symbolic_witnesses(tmp_path, engine):
+    """A swiglu construction (down p/silu(1), not stored) and a gelu witness (output bias
+    gelu(1) in the certificate) pass the float cross-check on numpy and, where installed,
+    torch; a wrong symbolic value is caught by it."""
+    from absorb_formal.numeric.backends import backend
+    from absorb_formal.numeric.crosscheck import crosscheck
+
+    if engine == "torch":
+        pytest.importorskip("torch", reason="torch is an optional extra")
+    chosen = backend(engine, "cpu" if engine == "torch" else "auto")
+    text = (GATED.format(act="swiglu", skip="identity", top=4)
+            + CONSTANT.replace("ACT", "gelu"))
+    spec, found = _decide(tmp_path, text)
+    for result, block in ((found[0][0], spec.blocks["G"]), (found[4][0], spec.blocks["C"])):
+        assert result.outcome == PROVED
+        checked_ = crosscheck(block, result.certificate, 20_000, chosen)
+        assert checked_ is not None and checked_.ok, checked_
+    wrong = copy.deepcopy(found[4][0].certificate)
+    wrong["layers"][0]["down_bias"][1] = "gelu(2)"
+    bad = crosscheck(spec.blocks["C"], wrong, 20_000, chosen)
+    assert bad is not None and not bad.ok
+
+
+@pytest.mark.parametrize(("name", "width"), [("C", 4), ("G", 4)])
+def test_export_of_a_symbolic_witness_loads_back_close(cli, tmp_path, name, width):
+    """`export` writes a gelu witness (output bias gelu(1)) and a swiglu construction (down
+    p/silu(1)) as float64: the loaded arrays compute the block to float accuracy; its
+    record's rounding error is that of rounding the symbolic values (about 1e-17)."""
+    from absorb_formal.export import read_export
+
+    text = GATED.format(act="swiglu", skip="identity", top=4) + CONSTANT.replace("ACT", "gelu")
+    spec = tmp_path / "s.mlp"
+    spec.write_text(text, encoding="utf-8")
+    run = cli("export", spec, name, "--width", str(width), "--out", tmp_path / "w.npz",
+              "--points", "2000")
+    assert run.code == 0, run.err
+    arrays, record = read_export(tmp_path / "w.npz")
+    assert 0 < float(record["max_rounding_rel_error"]) < 1e-15
+    block = load_file(spec).blocks[name]
+    x = np.random.default_rng(4).normal(size=(200, 2)) * 2
+    sigma = block.activation.scalar.numpy
+    pre = x @ arrays["up"].T + arrays["up_bias"]
+    hidden = sigma(x @ arrays["gate"].T + arrays["gate_bias"]) * pre if "gate" in arrays \
+        else sigma(pre)
+    got = hidden @ arrays["down"].T + arrays["down_bias"]
+    assert np.allclose(got, block.evaluate(x), atol=1e-12)
