@@ -25,7 +25,8 @@ coefficient (left out when 1) times atoms `kind(β)` with an optional `^e`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
@@ -41,7 +42,8 @@ AT_ZERO = {"gelu": Fraction(0), "gelu_tanh": Fraction(0), "sigmoid": Fraction(1,
 REFLECTION = {"gelu": (Fraction(0), Fraction(1), 1), "gelu_tanh": (Fraction(0), Fraction(1), 1),
               "silu": (Fraction(0), Fraction(1), 1), "sigmoid": (Fraction(1), Fraction(0), -1),
               "tanh": (Fraction(0), Fraction(0), -1)}
-PRECISIONS = (64, 128, 256, 512, 1024, 2048, 4096)  # bits, tried in turn by float()
+GELU_TANH_C = Fraction(44715, 10**6)
+PRECISIONS = (64, 128, 256, 512, 1024, 2048, 4096)  # bits, tried in turn by float() and sign
 
 
 class Symbolic:
@@ -129,15 +131,14 @@ class Symbolic:
     def __float__(self) -> float:
         """The nearest float64, exactly: the enclosure narrowed until both ends round to
         the same float (rounding to nearest is monotone, so the value rounds there too)."""
-        import flint
+        def same(ball: Any) -> float | None:
+            low, high = float(ball.lower()), float(ball.upper())
+            return low if low == high else None
 
-        for bits in PRECISIONS:
-            with flint.ctx.workprec(bits):  # the ends exactly, then each to the nearest float
-                box = enclosure(self, bits)
-                low, high = float(box.lower()), float(box.upper())
-            if low == high:
-                return low
-        raise ArithmeticError(f"{self} lies too close to a float64 rounding boundary")
+        found = _narrowed(self, same)
+        if found is None:
+            raise ArithmeticError(f"{self} lies too close to a float64 rounding boundary")
+        return float(found)
 
     def __str__(self) -> str:
         out = ""
@@ -218,29 +219,73 @@ def linear_part(x: Number, kind: str) -> tuple[Fraction, dict[Fraction, Fraction
 
 
 # ---- enclosures (python-flint arb) -----------------------------------------------------------
-# The arb evaluation of σ's formula is the checker's (checker/symbolic.py, which imports
-# nothing from here); the prover asks it, as it asks checker/modlu.py for exact LU mod p.
-
-def _poly(x: Number) -> dict[Monomial, Fraction]:
-    return x.as_dict() if isinstance(x, Symbolic) else ({(): Fraction(x)} if x else {})
-
+# σ's formulas in arb, here (fast to import); the checker evaluates σ's own sympy formula
+# instead (checker/symbolic.py) and decides every sign a certificate needs by itself.
 
 def enclosure(x: Number, bits: int = 128) -> Any:
     """A flint.arb ball that contains x, computed at `bits` of working precision."""
-    from .checker import symbolic as enclosures
+    import flint
 
-    return enclosures.enclosure(_poly(x), bits)
+    with flint.ctx.workprec(bits):
+        total = flint.arb(0)
+        for m, c in _terms(x):
+            term = _arb(c)
+            for (kind, point), e in m:
+                value = _atom_arb(kind, point, bits)
+                term *= value ** e if e > 0 else 1 / value ** (-e)
+            total += term
+        return total
+
+
+def _arb(value: Fraction) -> Any:
+    import flint
+
+    return flint.arb(flint.fmpq(value.numerator, value.denominator))
+
+
+@functools.lru_cache(maxsize=4096)
+def _atom_arb(kind: str, point: Fraction, bits: int) -> Any:
+    """σ(point) in arb at `bits`, from σ's formula (docs/language.md's table)."""
+    import flint
+
+    with flint.ctx.workprec(bits):
+        z = _arb(point)
+        if kind == "silu":
+            return z / (1 + (-z).exp())
+        if kind == "sigmoid":
+            return 1 / (1 + (-z).exp())
+        if kind == "tanh":
+            return z.tanh()
+        if kind == "gelu":
+            return z / 2 * (1 + (z / flint.arb(2).sqrt()).erf())
+        if kind == "gelu_tanh":
+            inner = (2 / flint.arb.pi()).sqrt() * (z + _arb(GELU_TANH_C) * z ** 3)
+            return z / 2 * (1 + inner.tanh())
+    raise ValueError(f"{kind} has no symbolic values")
+
+
+def _narrowed(x: Number, settle: Callable[[Any], Any]) -> Any:
+    """settle(ball) for the first enclosure of x, at 64 to 4096 bits, on which it is not None
+    (called within that precision, so the ball's exact ends are available); None if none."""
+    import flint
+
+    for bits in PRECISIONS:
+        with flint.ctx.workprec(bits):
+            found = settle(enclosure(x, bits))
+        if found is not None:
+            return found
+    return None
 
 
 def sign(x: Number) -> int:
     """The sign of x, proved: exact for a rational, from an enclosure that excludes 0
     otherwise. ArithmeticError when no enclosure up to 4096 bits does (x may be 0)."""
-    from .checker import symbolic as enclosures
-
-    found = enclosures.sign(_poly(x))
+    if not isinstance(x, Symbolic):
+        return (Fraction(x) > 0) - (Fraction(x) < 0)
+    found = _narrowed(x, lambda ball: 1 if ball > 0 else -1 if ball < 0 else None)
     if found is None:
         raise ArithmeticError(f"the sign of {x} is not proved (it may be 0)")
-    return found
+    return int(found)
 
 
 def nonzero(x: Number) -> bool:

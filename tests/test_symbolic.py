@@ -82,9 +82,12 @@ def test_values_print_parse_and_round_like_mpmath(seed):
     assert abs(symbolic_float(text) - float(exact)) <= 1e-12 * max(1, abs(float(exact)))
     parsed = checked.parse(text)
     assert checked.text(parsed) == text  # the checker reads what the prover wrote
-    ball = checked.enclosure(parsed, 128)
-    assert ball.contains(ball) and abs(float(ball.mid()) - float(exact)) < 1e-25 + 1e-25 * abs(
-        float(exact))
+    for ball in (checked.enclosure(parsed, 128), symbolic.enclosure(value, 128)):
+        # the ball holds the 60-digit value, and is narrow (about 2^-128 relative)
+        mid, rad = (mpmath.ldexp(int(m), int(e)) for m, e in (ball.mid().man_exp(),
+                                                                ball.rad().man_exp()))
+        assert abs(exact - mid) <= rad + mpmath.mpf(10) ** -55
+        assert rad < mpmath.mpf(10) ** -30 * max(1, abs(exact))
     if abs(exact) > mpmath.mpf(10) ** -40:
         assert checked.sign(parsed) == symbolic.sign(value) == (1 if exact > 0 else -1)
 

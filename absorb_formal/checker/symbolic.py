@@ -13,6 +13,7 @@ python-flint's arb ball arithmetic, at growing precision, until the ball exclude
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from typing import Any
@@ -187,17 +188,26 @@ def enclosure(value: Poly, bits: int) -> Any:
     """An arb ball containing the value, each atom from σ's formula."""
     import flint
 
-    from .lemmas import formula
-
     with flint.ctx.workprec(bits):
         total = flint.arb(0)
         for m, c in value.items():
             term = flint.arb(flint.fmpq(c.numerator, c.denominator))
             for (kind, point), e in m:
-                ball = _ball(formula({"kind": kind}), point)
+                ball = _atom_ball(kind, point, bits)
                 term *= ball ** e if e > 0 else 1 / ball ** (-e)
             total += term
         return total
+
+
+@functools.lru_cache(maxsize=4096)
+def _atom_ball(kind: str, point: Fraction, bits: int) -> Any:
+    """σ(point) as an arb ball at `bits` (a wide construction repeats one atom many times)."""
+    import flint
+
+    from .lemmas import formula
+
+    with flint.ctx.workprec(bits):
+        return _ball(formula({"kind": kind}), point)
 
 
 def sign(value: Poly) -> int | None:
