@@ -18,13 +18,14 @@ import mpmath
 import numpy as np
 import pytest
 
-from absorb_formal import proofs, symbolic
+from absorb_formal import symbolic
 from absorb_formal.checker import symbolic as checked
 from absorb_formal.checker.verify import verify
-from absorb_formal.decide import decide
 from absorb_formal.language.load import load_file
 from absorb_formal.numeric.floatblock import symbolic_float
 from absorb_formal.result import DECIDED, PROVED, REFUTED
+
+from .test_bias_decided import _decide as decide_all
 
 F = Fraction
 mpmath.mp.dps = 60
@@ -142,17 +143,9 @@ def test_the_checker_refuses_malformed_values(text):
 # ---- blocks --------------------------------------------------------------------------------
 
 def _decide(folder: Path, text: str):
-    spec_file = folder / "s.mlp"
-    spec_file.write_text(text, encoding="utf-8")
-    spec = load_file(spec_file)
-    out = []
-    for statement in spec.statements:
-        result = decide(spec, statement)
-        doc = None
-        if result.outcome in (PROVED, REFUTED):
-            doc = proofs.document(spec, statement, result, spec_file, folder / "c" / "x.json")
-        out.append((result, doc))
-    return spec, out
+    """(spec, [(result, document or None) per statement])."""
+    found = decide_all(folder, text)
+    return found[0][0], [(result, doc) for _, _, result, doc in found]
 
 
 def _forged(doc, path, value):
@@ -287,9 +280,10 @@ def test_gated_linear_neurons_with_an_irrational_gate_value(tmp_path, act, skip,
         doc = found[2][1]
         assert doc["certificate"]["kind"] == "minimal width"
         assert doc["certificate"]["below"]["section"] == "§8.2"
-        for path, forgery in ((("witness", "sigma_gamma"), "2*" + value),
-                              (("below",), None), (("width",), 2)):
-            assert verify(_forged(doc, path, forgery)).status == "invalid", path
+        forgeries: tuple[tuple[tuple[str, ...], object], ...] = (
+            (("witness", "sigma_gamma"), "2*" + value), (("below",), None), (("width",), 2))
+        for path, wrong in forgeries:
+            assert verify(_forged(doc, path, wrong)).status == "invalid", path
     # the construction in floats equals the block (numpy), symbolic weights converted
     from absorb_formal.decide import large
 
