@@ -54,6 +54,7 @@ from .model import Block, Layer, Matrix
 from .numeric.backends import NumpyBackend
 from .numeric.crosscheck import affordable, compare
 from .numeric.floatblock import FloatBlock, OutOfRange, from_block
+from .symbolic import Symbolic
 
 FORMAT = "absorb_formal export 1"
 META_KEY = "__absorb_formal__"
@@ -152,10 +153,12 @@ def _float64_exact(array: np.ndarray) -> bool:
     return False
 
 
-def round_values(flat: Sequence[Fraction], shape: tuple[int, ...], dtype: str) -> Rounded:
+def round_values(flat: Sequence[Any], shape: tuple[int, ...], dtype: str) -> Rounded:
     """Exact rationals, in row-major order, rounded to `dtype` and shaped `shape`. Zeros
     (most entries of a construction's added neurons) are exact in every format and skip the
-    per-entry work."""
+    per-entry work. An entry may be symbolic (σ at rational points, `symbolic.Symbolic`:
+    silu(1) in a swiglu construction's down weights or a gelu witness's output bias): it
+    converts to the nearest float64 and compares with floats exactly, through enclosures."""
     where = [i for i, v in enumerate(flat) if v]
     values = [flat[i] for i in where]
     try:
@@ -179,7 +182,10 @@ def round_values(flat: Sequence[Fraction], shape: tuple[int, ...], dtype: str) -
     for i in np.flatnonzero(inexact | (wide != nearest)).tolist():
         value = flat[i]
         if value != 0:
-            worst = max(worst, abs(Fraction(wide[i]) - value) / abs(value))
+            error = abs(Fraction(wide[i]) - value) / abs(value) if not isinstance(
+                value, Symbolic) else Fraction(float(abs(Fraction(wide[i]) - value))
+                                               / float(abs(value)))  # a sum has no inverse
+            worst = max(worst, error)
     return Rounded(rounded.reshape(shape), float(worst))
 
 

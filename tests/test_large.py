@@ -298,15 +298,20 @@ def gated_block(tmp_path, act, skip="identity"):
     return GATED.format(act=act, skip=skip)
 
 
-@pytest.mark.parametrize(("act", "gamma"), [("reglu", "1"), ("glu", "0"), ("bilinear", "1")])
+@pytest.mark.parametrize(("act", "gamma", "value"), [
+    ("reglu", "1", "1"), ("glu", "0", "1/2"), ("bilinear", "1", "1"),
+    ("swiglu", "1", "silu(1)"), ("geglu", "1", "gelu(1)")])
 def test_large_biased_gated_blocks_absorb_with_linear_neurons(tmp_path, cli, monkeypatch, act,
-                                                               gamma):
+                                                               gamma, value):
+    """swiglu and geglu too: σ(1) is irrational, carried as the exact symbolic silu(1) /
+    gelu(1), which the checker re-derives and proves non-zero (docs/rules.md §8)."""
     block = gated_block(tmp_path, act)
     results = prove(tmp_path, cli, monkeypatch, block,
                     "claim Big is absorbable at width 1000\nclaim Big is absorbable at width 999"
                     "\nclaim min width of Big is 5\n")
     assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
     assert results[0]["certificate"]["gamma"] == gamma
+    assert results[0]["certificate"]["sigma_gamma"] == value
     assert results[2]["min_width_bounds"] == [1, 1000]
     for claim in (0, 2):
         verdict, _ = check_document(doc_at(tmp_path, claim)[0])
@@ -314,22 +319,17 @@ def test_large_biased_gated_blocks_absorb_with_linear_neurons(tmp_path, cli, mon
     for claim in (0, 2):
         every_leaf_is_checked(*doc_at(tmp_path, claim))
     path, doc = doc_at(tmp_path, 0)
-    for field, value in (("sigma_gamma", "2"), ("gamma", "3"), ("width", 999),
-                         ("columns", list(range(99)))):
+    for field, forgery in (("sigma_gamma", "2"), ("sigma_gamma", "silu(2)"),
+                           ("sigma_gamma", "gelu(1)" if act == "swiglu" else "silu(1)"),
+                           ("sigma_gamma", f"2*{value}"), ("sigma_gamma", f"{value} + 1"),
+                           ("sigma_gamma", f"{value} (changed)"), ("gamma", "3"),
+                           ("width", 999), ("columns", list(range(99)))):
         forged = copy.deepcopy(doc)
-        forged["certificate"][field] = value
-        assert verify(forged, weights(path, doc)).status == "invalid", field
+        forged["certificate"][field] = forgery
+        assert verify(forged, weights(path, doc)).status == "invalid", (field, forgery)
 
 
-@pytest.mark.parametrize("act", ["swiglu", "geglu"])
-def test_gated_blocks_without_a_rational_gate_value_stay_unknown(tmp_path, cli, monkeypatch,
-                                                                 act):
-    [result] = prove(tmp_path, cli, monkeypatch, gated_block(tmp_path, act),
-                     "claim Big is absorbable at width 5000\n")
-    assert result["outcome"] == "unknown"
-
-
-@pytest.mark.parametrize("act", ["reglu", "bilinear", "glu"])
+@pytest.mark.parametrize("act", ["reglu", "bilinear", "glu", "swiglu", "geglu"])
 @pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]", "none"])
 def test_gated_witness_arrays_equal_the_block(act, skip):
     spec = load_text(f"""block B {{

@@ -24,6 +24,7 @@ from . import (
     modular,
     smt,
     spare,
+    symbolic,
     unique_subset,
 )
 from .exact import Rows, q
@@ -66,7 +67,7 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
     except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
-            half.Invalid) as error:
+            half.Invalid, symbolic.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
             BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
@@ -170,8 +171,12 @@ def _flips_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: the claims whose certificate kind has a §8 rule here. §8.2: a flip
     witness or a subset refutation of an 'absorbable' claim; `absorbable`/`not_absorbable`
     route every §8.2 certificate to checker/flips.py before any bias-free rule."""
-    cert = doc["certificate"]
-    if doc["claim"]["kind"] != "absorbable" or cert.get("section") != flips.SECTION:
+    return doc["claim"]["kind"] == "absorbable" and _flip_part(doc["certificate"])
+
+
+def _flip_part(cert: dict[str, Any] | None) -> bool:
+    """A §8.2 flip witness or subset refutation (checked by checker/flips.py, biases kept)."""
+    if not isinstance(cert, dict) or cert.get("section") != flips.SECTION:
         return False
     return cert.get("check") == flips.CHECK if cert.get("kind") == "witness" else \
         cert.get("kind") in ("subset search", "separating functional")
@@ -209,10 +214,14 @@ def _plain_ok(cert: dict[str, Any]) -> bool:
 def _linear_ok(cert: dict[str, Any]) -> bool:
     """docs/rules.md §8: the linear-neuron witness of a biased gated block, the square
     quadruples of a biased relu² block or the square pairs of a degree-2 polynomial σ, alone
-    or as the upper end of min width bounds (no lower bound: below is None)."""
-    if cert.get("kind") == "minimal width bounds":
-        return cert["below"] is None and _linear_ok(cert["above"])
-    return cert.get("kind") == "witness" and cert.get("check") in (
+    or as the upper end of a min width or its bounds, whose lower end is none or a §8.2 flip
+    refutation at the block's own width (a §8.2 witness there may be the upper end)."""
+    kind = cert.get("kind")
+    if kind in ("minimal width", "minimal width bounds"):
+        above = cert["witness" if kind == "minimal width" else "above"]
+        return ((_linear_ok(above) or _flip_part(above))
+                and (cert["below"] is None or _flip_part(cert["below"])))
+    return kind == "witness" and cert.get("check") in (
         spare.LINEAR, spare.QUADRUPLES, spare.SQUARE_PAIRS)
 
 
@@ -875,12 +884,17 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) 
     equal = form_l == form_r
     if not equal and (forms.constant_keys(form_l[1], left["dim"])
                       or forms.constant_keys(form_r[1], right["dim"])):
-        # σ(β) kept formally: different formal constants may be equal numbers
+        # σ(β) kept formally: different formal constants may be equal numbers, so when
+        # nothing else differs an enclosure must show some entry of the difference ≠ 0
         def bare(form: tuple[Any, ...], dim: int) -> tuple[Any, ...]:
             return form[0], {k: v for k, v in form[1].items() if any(k[:dim])}
 
-        require(bare(form_l, left["dim"]) != bare(form_r, right["dim"]),
-                "the forms differ only in constants σ(β) compared formally")
+        if bare(form_l, left["dim"]) == bare(form_r, right["dim"]):
+            gap = [symbolic.add(x, y, Fraction(-1)) for x, y in
+                   zip(forms.constant(form_l, left["activation"]),
+                       forms.constant(form_r, right["activation"]), strict=True)]
+            require(any(symbolic.sign(g) not in (0, None) for g in gap),
+                    "the forms differ only in constants σ(β) not proved different")
     require(equal == bool(cert["equal"]), "the stored verdict disagrees with the forms")
     require(cert["left"] == forms.as_json(fam_l, *form_l)
             and cert["right"] == forms.as_json(fam_r, *form_r),

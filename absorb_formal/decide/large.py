@@ -27,10 +27,11 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
   a prime p < 2^21 and det U_Δ mod p (non-zero: U_Δ is invertible over Q), no weights; the
   checker recomputes the determinant from its own reading of U.
 - Gated blocks with biases (docs/rules.md §8, "linear neurons"): a neuron with gate row 0 and gate
-  bias γ computes σ(γ)·(u·x + β). When σ(γ) is rational and ≠ 0 (reglu, bilinear: γ = 1;
-  glu: γ = 0, σ(0) = 1/2), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x) per
-  rank-one term absorb the block at width m + rank S. swiglu and geglu have no rational
-  σ(γ) ≠ 0 at a rational γ: unknown. No lower bound is proved for gated blocks (lo = 1).
+  bias γ computes σ(γ)·(u·x + β). With σ(γ) ≠ 0 (reglu, bilinear: γ = 1; glu: γ = 0,
+  σ(0) = 1/2; swiglu, geglu: γ = 1 and the symbolic σ(1) = silu(1), gelu(1), docs/rules.md
+  §8 "Symbolic constants"), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x)
+  per rank-one term absorb the block at width m + rank S. Below it, only the own-width flip
+  sets (§8.2, concrete.py) bound the min width.
 - relu² and square with biases (docs/rules.md §8): σ(z) + σ(−z) = v z² (v = 1, 2), so
   p·ℓ = p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) with ℓ = q·x: four neurons per
   rank-one term, width m + 4·rank S. No lower bound (lo = 1).
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import exactarray
+from .. import exactarray, symbolic
 from ..model import Block, Layer, Matrix
 from ..properties import properties
 from . import modular, unique_subset
@@ -70,15 +71,25 @@ SQUARE_PAIRS = "own neurons + square pairs"
 METHOD_GATED = "§8 linear neurons / square quadruples"  # any size: see concrete.py
 
 
-def gate_constant(block: Block) -> tuple[Fraction, Fraction] | None:
-    """(γ, σ(γ)) with σ(γ) rational and ≠ 0, for a biased depth-1 gated block; else None."""
+def gate_constant(block: Block) -> tuple[Fraction, symbolic.Number] | None:
+    """(γ, σ(γ)) with σ(γ) ≠ 0 proved, for a biased depth-1 gated block; else None. σ(γ) is
+    rational (reglu, bilinear: γ = 1; glu: γ = 0, σ(0) = 1/2) or, for a σ irrational on
+    Q \\ {0} with σ(0) = 0 (swiglu, geglu), the symbolic σ(1) (`symbolic.atom`, its sign
+    proved by an arb enclosure)."""
     if (not block.activation.gated or not block.biased or block.depth != 1
             or block.layers is None):
         return None
-    if block.activation.is_rational and block.activation.scalar.exact(Fraction(1)) != 0:
-        return Fraction(1), block.activation.scalar.exact(Fraction(1))
+    scalar = block.activation.scalar
+    if scalar.is_rational:
+        at_one = scalar.exact(Fraction(1))
+        return (Fraction(1), at_one) if at_one != 0 else None
     at_zero = properties(block.activation).sigma_at_zero
-    return (Fraction(0), at_zero) if at_zero else None
+    if at_zero:
+        return Fraction(0), at_zero
+    if scalar.kind not in symbolic.KINDS:
+        return None
+    at_one = symbolic.atom(scalar.kind, Fraction(1))
+    return (Fraction(1), at_one) if symbolic.nonzero(at_one) else None
 
 
 def square_constant(block: Block) -> Fraction | None:
@@ -318,7 +329,7 @@ def linear_certificate(block: Block) -> dict[str, Any]:
     gamma = gate_constant(block)
     assert gamma is not None
     return _construction_certificate(
-        block, LINEAR, 1, gamma=str(gamma[0]), sigma_gamma=str(gamma[1]),
+        block, LINEAR, 1, gamma=str(gamma[0]), sigma_gamma=symbolic.text(gamma[1]),
         argument="the block's own neurons, biases unchanged, plus for each rank-one term "
                  "p q^T of S a linear neuron: gate row 0, gate bias gamma, up row q, up "
                  "bias 0, down p/sigma(gamma); factorisation as for spare pairs")

@@ -80,6 +80,22 @@ def to_float(value: Fraction) -> float:
     return number
 
 
+def symbolic_float(text: str) -> float:
+    """A symbolic certificate value `r + Σ c Π σ(β)^e` (docs/certificates.md, read by the
+    checker's parser) in float64, each σ(β) by the float σ the blocks are evaluated with."""
+    from ..checker.symbolic import parse
+
+    total = 0.0
+    for monomial, coefficient in parse(text).items():
+        term = to_float(coefficient)
+        for (kind, point), exponent in monomial:
+            term *= float(Scalar(kind).numpy(np.array([to_float(point)]))[0]) ** exponent
+        total += term
+    if not math.isfinite(total):
+        raise OutOfRange("weights beyond float64 range")
+    return total
+
+
 def _matrix_floats(matrix: Matrix) -> np.ndarray:
     """The matrix in float64. A loaded array of float64 or narrower floats, or of integers, is
     in range already; a long double one is range-checked as a whole (2^2000 is a long double
@@ -127,11 +143,17 @@ def from_block(block: Block) -> FloatBlock:
 
 
 def _float(value: Any, memo: dict[str, float]) -> float:
-    """A certificate entry as a float: a rational string, or an algebraic root-of entry.
-    Strings are memoised: a wide witness repeats "0" a million times."""
+    """A certificate entry as a float: a rational string, a symbolic one (σ at rational
+    points, `symbolic_float`), or an algebraic root-of entry. Strings are memoised: a wide
+    witness repeats "0" a million times."""
     if isinstance(value, str):
         if value not in memo:
-            memo[value] = to_float(Fraction(value))
+            try:
+                exact = Fraction(value)
+            except ValueError:
+                memo[value] = symbolic_float(value)
+            else:
+                memo[value] = to_float(exact)
         return memo[value]
     from ..generic.polynomial import value_of
 
