@@ -133,7 +133,7 @@ def test_a_multiple_of_p_is_not_trusted():
 def test_bf16_distinct_rows_now_decide_like_fp32(tmp_path, cli, monkeypatch):
     block = bf16_block(tmp_path)
     [own] = prove(tmp_path, cli, monkeypatch, block, "claim Big is not absorbable\n")
-    assert own["outcome"] == "proved" and own["certificate"]["kind"] == "modular rank"
+    assert own["outcome"] == "proved" and own["certificate"]["kind"] == "modular functional"
     verdict, _ = check_document(doc_at(tmp_path, 0)[0])
     assert verdict.status == "valid", verdict.reason
 
@@ -154,7 +154,7 @@ def test_parallel_bf16_rows_are_refuted_only_below_the_live_keys(tmp_path, cli, 
 
 @pytest.fixture
 def bounded(tmp_path, cli, monkeypatch):
-    """Identity skip: lo = m + 1 (modular rank at m), hi = m + 2d (spare pairs)."""
+    """Identity skip: lo = m + 1 (modular functional at m), hi = m + 2d (spare pairs)."""
     block = bf16_block(tmp_path, act="silu", bias=False)
     results = prove(tmp_path, cli, monkeypatch, block,
                     f"claim Big is absorbable at width {M + 2 * D}\n"

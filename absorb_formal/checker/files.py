@@ -132,6 +132,13 @@ class Dyadic:
         """Which entries are non-zero (mag ≠ 0), as a bool array of the same shape."""
         return np.asarray(self.mag != 0)
 
+    def residue_block(self, p: int, rows: list[int] | None, cols: list[int] | None
+                      ) -> np.ndarray:
+        """The entries on rows × cols (None: all) mod p, as `residue_matrix`."""
+        index = np.ix_(range(self.shape[0]) if rows is None else rows,
+                       range(self.shape[1]) if cols is None else cols)
+        return Dyadic(self.neg[index], self.mag[index], self.exp[index]).residue_matrix(p)
+
     def residue_matrix(self, p: int) -> np.ndarray:
         """Every entry mod an odd prime p < 2^31 (int64), vectorised: mag mod p times 2^exp mod
         p, from a table over the few exponents that occur."""

@@ -167,7 +167,7 @@ def _flips_ok(doc: dict[str, Any]) -> bool:
 
 def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     """docs/rules.md §8.1: certificates whose checks read biases — §4's canonical forms with affine
-    keys and γ (witness, width search, equality) and the generic-case modular rank — for
+    keys and γ (witness, width search, equality) and the generic-case modular functional — for
     ungated blocks. Every other rule stays refused for biased blocks."""
     if any(b["activation"]["gated"] for b in blocks.values()):
         return False
@@ -448,7 +448,7 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
                                          f"not {width}")
 
 
-LARGE_REFUTATIONS = ("modular rank", "key count")  # read the weights from their files
+LARGE_REFUTATIONS = ("modular functional", "key count")  # read the weights from their files
 
 
 def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -468,7 +468,7 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     require(family[0] in ("relu", "analytic"), f"{cert['kind']} needs an O(a)+N σ")
     # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
     # key count is issued (and checked) for a ≠ 0 only
-    require((not block.get("bias") and cert["kind"] == "modular rank") or family[1] != 0,
+    require((not block.get("bias") and cert["kind"] == "modular functional") or family[1] != 0,
             f"{cert['kind']} needs a != 0 here")
     if isinstance(block["layers"], list):  # embedded (a block routed here by its cost)
         layers = _embedded(block)
@@ -483,7 +483,8 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
         if cert["kind"] == "key count":
             modular.check_key_count(width, layers, cert)
         else:
-            modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
+            modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert,
+                          family[1])
     except FileError as error:  # a denominator divisible by p: no residue
         raise Invalid(str(error)) from error
 

@@ -39,9 +39,9 @@ def too_large(block: Block) -> str:
     if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
         return ""
     return (f"the block has {n} weights; exact decisions other than the never-rules and the "
-            f"large-block bounds (key count, modular rank, spare pairs: docs/rules.md §4, §7) are "
-            f"limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the claim about "
-            "the family (drop the weights)")
+            f"large-block bounds (key count, modular functional, spare pairs: docs/rules.md "
+            f"§4, §7) are limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the "
+            "claim about the family (drop the weights)")
 
 
 def costly(block: Block) -> bool:
@@ -347,7 +347,7 @@ def large_minimal_width(block: Block) -> MinWidth:
             "below": found.below})
     return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
                     reason=f"min width is between {found.lo} and {found.hi} ("
-                           + ("large block: live-key count or modular rank below, spare "
+                           + ("large block: live-key count or modular functional below, spare "
                               "pairs above)"
                               if large.applies(block) else
                               "a construction above; no lower-bound rule for this activation)"),

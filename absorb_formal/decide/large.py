@@ -12,7 +12,7 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
 - Below: a row alone on its residue key, with d_i ≠ 0, is a live key of the canonical form
   (alone on its key, its coefficient is d_i or b·|α|·d_i ≠ 0). Each live key needs a neuron of
   the plain block (§4: p + |Δ| + 2k ≤ m′), so width W < L (L such rows) is not absorbable.
-  At width m with all m rows alone the modular rank decides (`modular.py`, §7).
+  At width m with all m rows alone the modular functional decides (`modular.py`, §7).
 - Above: the block's own neurons plus, per rank-one term p_k q_kᵀ of S, the spare pair
   p_k/(2a)·(σ(q_k·x) − σ(−q_k·x)) = p_k·(q_k·x) (O(a): σ(z) − σ(−z) = 2az); the down bias is
   unchanged. S = cI: q_k = e_k (d terms, = rank S); a matrix S: an exact skeleton
@@ -407,7 +407,7 @@ def witness_layer(block: Block, size: int | None = None) -> Layer:
 @dataclass
 class _Analysis:
     """What a block's residues give, kept for the blocks decided last: its key classes, and
-    the modular-rank refutation at its own width once asked for (None: none exists)."""
+    the modular-functional refutation at its own width once asked for (None: none exists)."""
 
     block: Block
     keys: KeyClasses | None
@@ -420,7 +420,7 @@ RECENT = 4  # blocks remembered (each holds its arrays alive)
 
 
 def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decision | None]:
-    """(residue-key classes, modular-rank refutation at width m or None; computed only when
+    """(residue-key classes, modular-functional refutation at width m or None; computed only when
     `own_width`). Several claims on one block, a query (its width, then its min width
     bounds) and repeated API calls on a block read again from the same files share this
     work: the determinant is most of it. A block is the same as a remembered one when it is
@@ -468,7 +468,7 @@ def _same_values(x: Matrix, y: Matrix) -> bool:
 
 def decide(block: Block, size: int) -> Decision:
     """Absorbable at width `size`: refuted below the live-key count (or at width m by the
-    modular rank), proved at m + 2·rank S and above, else undecided."""
+    modular functional), proved at m + 2·rank S and above, else undecided."""
     assert block.layers is not None and applies(block)
     keys, own = _analysed(block, size == block.width)
     if size == block.width and own is not None and own.absorbable is False:
