@@ -418,3 +418,25 @@ def test_a_prime_dividing_the_slope_is_refused(tmp_path):
     forged = {**found.certificate, "minor_prime": first, "Y": y, "Y_dot_S": value}
     with pytest.raises(checking.Invalid, match="divides the denominator of a"):
         checking.check(exact_skip, 4, layers, forged, slope)
+
+
+def test_rows_alone_on_their_key_are_found_exactly_even_when_hashes_collide():
+    """checker/modular.py groups rows by a 64-bit hash, then compares rows sharing one: equal
+    rows are never alone, and rows that merely collide (built here) still are."""
+    from absorb_formal.checker.modular import _alone
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        m, d = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+        keys = rng.integers(0, 3, (m, d)).astype(np.int64)
+        present = rng.random(m) < 0.8
+        want = [bool(present[i]) and not any(
+            present[j] and j != i and (keys[j] == keys[i]).all() for j in range(m))
+            for i in range(m)]
+        assert _alone(keys, present).tolist() == want
+    w1 = 0x9E3779B97F4A7C15 | 1  # the second column's hash weight (the first's is 1)
+    y = next(y for y in range(1, 100) if (y * w1) % 2**64 < 2**63)
+    x = (y * w1) % 2**64
+    keys = np.array([[x, 0], [0, y], [x, 0], [1, 1]], dtype=np.int64)
+    assert _alone(keys[:2], np.ones(2, dtype=bool)).tolist() == [True, True]  # a collision
+    assert _alone(keys, np.ones(4, dtype=bool)).tolist() == [False, True, False, True]

@@ -146,11 +146,34 @@ def key_classes(up: ExactMatrix, down: ExactMatrix, p: int) -> tuple[bool, int]:
             scale = scale * base % p
         base = base * base % p
         power >>= 1
-    keys = np.ascontiguousarray(res * scale[:, None] % p)
-    rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
-    _, where, counts = np.unique(rows[present], return_inverse=True, return_counts=True)
-    alone = np.zeros(m, dtype=bool)
-    alone[present] = counts[where.ravel()] == 1
+    res *= scale[:, None]  # in place: the keys (an OPT-size U has 67 million entries)
+    res %= p
+    alone = _alone(res, present)
     live = down.nonzero().any(axis=0)
     return bool(present.all() and alone.all()), int((alone & live).sum())
+
+
+def _alone(keys: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Which rows of `keys` (non-negative int64) are present and equal to no other present
+    row, exactly. Rows are first grouped by a 64-bit hash (Σ_j keys[i, j]·w_j mod 2^64, odd
+    w_j): equal rows have equal hashes, so only rows sharing a hash are compared, entry by
+    entry. Memory O(m) beyond the keys (sorting whole rows would copy them twice)."""
+    m, d = keys.shape
+    weights = np.arange(d, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
+    hashes = np.zeros(m, dtype=np.uint64)
+    step = max(1, (1 << 20) // max(1, d))
+    for start in range(0, m, step):  # wrapping uint64 arithmetic: a hash, nothing more
+        hashes[start:start + step] = (keys[start:start + step].view(np.uint64)
+                                      * weights).sum(axis=1)
+    alone = present.copy()
+    candidates = np.flatnonzero(present)
+    order = candidates[np.argsort(hashes[candidates], kind="stable")]
+    ends = np.flatnonzero(np.diff(hashes[order])) + 1
+    for group in np.split(order, ends):
+        if len(group) > 1:  # a shared hash: compare the rows themselves
+            rows = np.ascontiguousarray(keys[group])
+            void = rows.view(np.dtype((np.void, rows.dtype.itemsize * d))).ravel()
+            _, where, counts = np.unique(void, return_inverse=True, return_counts=True)
+            alone[group] = counts[where.ravel()] == 1
+    return alone
 
