@@ -148,7 +148,7 @@ def key_classes(up: ExactMatrix, down: ExactMatrix, p: int) -> tuple[bool, int]:
         power >>= 1
     res *= scale[:, None]  # in place: the keys (an OPT-size U has 67 million entries)
     res %= p
-    alone = _alone(res, present)
+    alone = _alone(res, np.asarray(present))
     live = down.nonzero().any(axis=0)
     return bool(present.all() and alone.all()), int((alone & live).sum())
 
