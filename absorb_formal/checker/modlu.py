@@ -1,6 +1,7 @@
 """Exact linear algebra modulo a small prime, carried out by float64 BLAS (the idea of
-FFLAS-FFPACK): determinants and ranks of integer matrices mod p, used by the checker and,
-through this one module, by the prover (decide/modular.py).
+FFLAS-FFPACK): determinants, ranks and left null vectors of integer matrices mod p, used by
+the prover (decide/modular.py: the modular functional's LU) and the checker (its one
+product), through this one module.
 
 Why floats are exact here. Every value this module keeps is an integer of magnitude at most
 p − 1, stored in a float64 (53-bit significand: every integer of magnitude below 2^53 is
@@ -21,8 +22,13 @@ are bounded differently.)
 
 Why the checker owns it. The checker imports nothing from the prover; the prover may use the
 checker's primitives. Sharing this one module, tested against FLINT (tests/test_modlu.py),
-makes the determinant one trusted component, like python-flint was before it, instead of two
-copies that could drift apart.
+makes the exact modular arithmetic one trusted component, like python-flint was before it,
+instead of two copies that could drift apart. (The checker's own use is small: one product
+and sums it bounds itself; the LU is the prover's, and its result is re-checked.)
+
+Reductions of products of two residues (`product_minor`) use the floor instead: for
+0 ≤ x < p² < 2^52, x − p·⌊x·fl(1/p)⌋ is exactly x mod p unless x is a non-zero multiple of p
+(see there).
 
 Algorithm. First a left-looking block LU without row exchanges (Crout): for each block
 column of BLOCK columns, one product brings its panel up to date (A[k:, k] −= L[k:, :k]·U[:k, k]),
