@@ -1,5 +1,5 @@
-"""JSON forms of certificates (docs/certificates.md): rationals as strings, matrices as lists
-of rows.
+"""JSON forms of certificates (docs/certificates.md): rationals as strings (symbolic values,
+σ at rational points, as their text: `symbolic.py`), matrices as lists of rows.
 
 Every builder returns a plain dict with a "kind" naming a row of the §7 table, so that
 certificates are deterministic, serialisable and readable by the independent checker.
@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from . import symbolic
 from .model import Layer
 
 
-def q(x: Fraction | int) -> str:
-    return str(Fraction(x))
+def q(x: Any) -> str:
+    """A rational as its string; a symbolic value (σ at rational points) as its text."""
+    return symbolic.text(x)
 
 
 def vector(v: Sequence[Fraction]) -> list[str]:

@@ -54,6 +54,7 @@ from .model import Block, Layer, Matrix
 from .numeric.backends import NumpyBackend
 from .numeric.crosscheck import affordable, compare
 from .numeric.floatblock import FloatBlock, OutOfRange, from_block
+from .symbolic import Symbolic
 
 FORMAT = "absorb_formal export 1"
 META_KEY = "__absorb_formal__"
@@ -152,10 +153,12 @@ def _float64_exact(array: np.ndarray) -> bool:
     return False
 
 
-def round_values(flat: Sequence[Fraction], shape: tuple[int, ...], dtype: str) -> Rounded:
+def round_values(flat: Sequence[Any], shape: tuple[int, ...], dtype: str) -> Rounded:
     """Exact rationals, in row-major order, rounded to `dtype` and shaped `shape`. Zeros
     (most entries of a construction's added neurons) are exact in every format and skip the
-    per-entry work."""
+    per-entry work. An entry may be symbolic (σ at rational points, `symbolic.Symbolic`:
+    silu(1) in a swiglu construction's down weights or a gelu witness's output bias): it
+    converts to the nearest float64 and compares with floats exactly, through enclosures."""
     where = [i for i, v in enumerate(flat) if v]
     values = [flat[i] for i in where]
     try:
@@ -179,7 +182,10 @@ def round_values(flat: Sequence[Fraction], shape: tuple[int, ...], dtype: str) -
     for i in np.flatnonzero(inexact | (wide != nearest)).tolist():
         value = flat[i]
         if value != 0:
-            worst = max(worst, abs(Fraction(wide[i]) - value) / abs(value))
+            error = abs(Fraction(wide[i]) - value) / abs(value) if not isinstance(
+                value, Symbolic) else Fraction(float(abs(Fraction(wide[i]) - value))
+                                               / float(abs(value)))  # a sum has no inverse
+            worst = max(worst, error)
     return Rounded(rounded.reshape(shape), float(worst))
 
 
@@ -193,7 +199,8 @@ def _array_rel_error(rounded: np.ndarray, exact: np.ndarray) -> float:
     return float((np.abs(wide[changed] - exact[changed]) / np.abs(exact[changed])).max())
 
 
-LARGE_METHODS = (large.METHOD, large.METHOD_GATED)  # constructions, not stored layers
+# constructions, not stored layers
+LARGE_METHODS = (large.METHOD, large.METHOD_DOUBLES, large.METHOD_GATED)
 
 # ---- the witness --------------------------------------------------------------------------
 
@@ -211,13 +218,18 @@ class Witness:
     width_note: str = ""
 
 
-def find_witness(block: Block, width: int | None, engine: str = "theory") -> Witness:
+def find_witness(block: Block, width: int | None, engine: str = "theory",
+                 wider: bool = False) -> Witness:
     """The decision's witness at `width`; when None, at the block's minimal width, or, when
     only bounds lo..hi of it are proved, at hi: the least width proved absorbable (found as
-    a query finds it, without the exhaustive width search, so in the time a query takes)."""
+    a query finds it, without the exhaustive width search, so in the time a query takes).
+    A doubles construction too wide to build exactly (`large.EXACT_DOUBLES`) is replaced by
+    the spare pairs at m + 2·rank S when no width was asked or `wider` allows it (the width
+    note says so); else ExportError."""
     if block.layers is None:
         raise ExportError(f"block {block.name} is a family (no weights): nothing to export")
     note, decided = "", None
+    asked = width
     if width is None:
         width, note, decided = _default_width(block, engine)
     if width < 1:
@@ -232,6 +244,17 @@ def find_witness(block: Block, width: int | None, engine: str = "theory") -> Wit
         raise ExportError(f"block {block.name} is not absorbable at width {width} "
                           f"[{decision.method}]", EXIT_NOT_ABSORBABLE)
     if decision.witness is None and decision.method in LARGE_METHODS:
+        if _too_wide(decision):
+            spare = large.upper_bound(block)
+            why = (f"the doubles witness at width {width} needs an exact inverse of order "
+                   f"{block.dim} (built only up to {large.EXACT_DOUBLES})")
+            if asked is not None and not wider:
+                raise ExportError(f"{why}; --width {spare} exports the spare-pair "
+                                  "construction")
+            found = find_witness(block, spare, engine)
+            return Witness(block, spare, found.decision, None,
+                           f"{note + '; ' if note else ''}{why}: exported the spare-pair "
+                           f"construction at width {spare}")
         return Witness(block, width, decision, None, note)
     if decision.witness is None:
         raise ExportError(f"block {block.name} is absorbable at width {width} "
@@ -239,6 +262,11 @@ def find_witness(block: Block, width: int | None, engine: str = "theory") -> Wit
                           "to export (an algebraic witness, or a large block proved "
                           "absorbable without one)")
     return Witness(block, width, decision, decision.witness, note)
+
+
+def _too_wide(decision: Decision) -> bool:
+    cert = decision.certificate or {}
+    return cert.get("check") == large.DOUBLES and len(cert["neurons"]) > large.EXACT_DOUBLES
 
 
 def _default_width(block: Block, engine: str
@@ -290,11 +318,13 @@ def rounded_arrays(layers: Sequence[Layer], dtype: str) -> dict[str, Rounded]:
     return out
 
 
-def construction_arrays(block: Block, dtype: str) -> dict[str, Rounded]:
-    """A large block's construction, rounded: its own arrays as arrays (no Fraction per
-    weight), then the neurons `large.added_neurons` adds, exactly rounded."""
+def construction_arrays(block: Block, dtype: str, certificate: dict[str, Any] | None = None
+                        ) -> dict[str, Rounded]:
+    """A large block's construction (`certificate`'s; None: `large.construction`'s), rounded:
+    its own arrays as arrays (no Fraction per weight), then the neurons `large.added_neurons`
+    adds, exactly rounded. Doubles also replace some own down columns and the down bias."""
     assert block.layers is not None
-    layer, added = block.layers[0], large.added_neurons(block)
+    layer, added = block.layers[0], large.added_neurons(block, certificate)
     out: dict[str, Rounded] = {}
     for name in FIELDS:
         own = getattr(layer, name)
@@ -302,7 +332,11 @@ def construction_arrays(block: Block, dtype: str) -> dict[str, Rounded]:
             continue
         if own is None:  # not reached by the constructions (biases exist on both sides)
             own = (Fraction(0),) * block.width
-        parts = [round_matrix(own, dtype) if isinstance(own, Matrix)
+        if name == "down_bias" and name in added:  # doubles: the constant moved into it
+            out[name] = round_values(added[name].tolist(), added[name].shape, dtype)
+            continue
+        parts = [_own_down(own, added, dtype) if name == "down" and "columns" in added
+                 else round_matrix(own, dtype) if isinstance(own, Matrix)
                  else round_values(list(own), (len(own),), dtype)]
         if name in added:
             extra = added[name]
@@ -311,6 +345,25 @@ def construction_arrays(block: Block, dtype: str) -> dict[str, Rounded]:
         out[name] = Rounded(np.concatenate([r.values for r in parts], axis=axis),
                             max(r.max_rel_error for r in parts))
     return out
+
+
+def _own_down(own: Matrix, added: dict[str, np.ndarray], dtype: str) -> Rounded:
+    """The own down columns, those that doubles changed replaced by added["own_down"]: the
+    others rounded as an array, the changed ones from their exact values."""
+    d, m = own.shape
+    changed = added["columns"]
+    keep = np.setdiff1d(np.arange(m), changed)
+    new = added["own_down"]
+    fresh = round_values(new.ravel().tolist(), new.shape, dtype)
+    out = np.empty((d, m), dtype=fresh.values.dtype)
+    out[:, changed] = fresh.values
+    error = fresh.max_rel_error
+    if len(keep):
+        kept = round_matrix(Matrix(array=own.loaded[:, keep]) if own.loaded is not None
+                            else Matrix([[row[j] for j in keep] for row in own.rows]), dtype)
+        out[:, keep] = kept.values
+        error = max(error, kept.max_rel_error)
+    return Rounded(out, error)
 
 
 def padded(rounded: dict[str, Rounded], width: int) -> dict[str, Rounded]:
@@ -540,7 +593,8 @@ def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: in
                   source: dict[str, str]) -> dict[str, str]:
     block = found.block
     rounded = padded(rounded_arrays(found.layers, dtype) if found.layers is not None
-                     else construction_arrays(block, dtype), found.claim_width)
+                     else construction_arrays(block, dtype, found.decision.certificate),
+                     found.claim_width)
     arrays = {key: r.values for key, r in rounded.items()}
     record = {
         "format": FORMAT, **source, "block": block.name, "activation": block.activation.name,

@@ -85,6 +85,12 @@ class Matrix:
             return self.column(j)
         return tuple(row[0] for row in exactarray.fractions(self._array[:, j:j + 1]))
 
+    def exact_row(self, i: int) -> Vector:
+        """Row i exactly, without converting the rest of a loaded array."""
+        if self._array is None:
+            return self.rows[i]
+        return tuple(exactarray.fractions(self._array[i:i + 1, :])[0])
+
     def residues(self, rows: Sequence[int], cols: Sequence[int], p: int) -> np.ndarray | None:
         """The submatrix rows × cols mod p (int64), from the exact values; None when p divides
         a denominator. Exact work on large blocks reads only this (docs/certificates.md,

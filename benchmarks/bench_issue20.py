@@ -47,8 +47,10 @@ def compile_tree(tree: Path) -> None:
                    check=True, capture_output=True)
 
 
-def run(argv: list[str], cwd: Path, tree: Path = ROOT) -> dict[str, Any]:
-    """`python benchmarks/measure.py ARGV` with `tree` first on the path: wall s, peak MB."""
+def run(argv: list[str], cwd: Path, tree: Path = ROOT,
+        shown: tuple[str, ...] = ("summary:", "check:")) -> dict[str, Any]:
+    """`python benchmarks/measure.py ARGV` with `tree` first on the path: wall s, peak MB, and
+    the last output line starting with one of `shown`."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, str(HERE / "measure.py"), *argv], cwd=cwd,
@@ -59,7 +61,7 @@ def run(argv: list[str], cwd: Path, tree: Path = ROOT) -> dict[str, Any]:
         if line.startswith('{"peak_mb"'):
             peak = float(line.split(":")[1].strip(" }"))
             break
-    summary = [ln for ln in done.stdout.splitlines() if ln.startswith(("summary:", "check:"))]
+    summary = [ln for ln in done.stdout.splitlines() if ln.startswith(shown)]
     return {"s": wall, "mb": peak, "code": done.returncode, "load": load(),
             "out": summary[-1] if summary else done.stdout.strip()[-200:]}
 

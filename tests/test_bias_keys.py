@@ -175,10 +175,12 @@ def test_relu_in_d1_with_distinct_kinks_is_not_absorbable_at_width_2(tmp_path):
 
 def test_a_non_rational_constant_neuron_leaves_the_keys_to_decide(tmp_path):
     """silu(3) is irrational, but a constant neuron only enters the constant, free through
-    the output bias (§8.1): x₂ needs a spare pair, so width 2 is refuted, width 4 proved
-    with the constant neuron kept in the exact witness, and equality stays open."""
+    the output bias (§8.1): x₂ needs a spare pair, so width 2 is refuted and width 3 proved,
+    the exact witness's output bias holding silu(3) symbolically; S equals itself."""
     text = _spec("S", "silu", [[0, 0], [1, 0]], [3, 0], [[1, -1], [0, 0]], [0, 0])
-    spec = load_text(text + "claim S is absorbable\nclaim S is absorbable at width 4\n"
+    spec = load_text(text + "claim S is absorbable\nclaim S is absorbable at width 3\n"
                      "claim S equals S\n", "s.mlp", tmp_path)
-    assert [decide(spec, s).outcome for s in spec.statements] == ["refuted", "proved",
-                                                                  "unknown"]
+    results = [decide(spec, s) for s in spec.statements]
+    assert [r.outcome for r in results] == ["refuted", "proved", "proved"]
+    [layer] = results[1].certificate["layers"]
+    assert layer["down_bias"] == ["silu(3)", "0"] and len(layer["up"]) == 3

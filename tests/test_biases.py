@@ -292,10 +292,10 @@ def test_dispatch_guard_reason(tmp_path):
     wide = R2.replace("dim 1", "dim 3").replace("[[1], [1]]", "[[1, 0, 0], [1, 0, 0]]") \
         .replace("[[-1/4, 1/4]]", "[[-1/4, 1/4], [0, 0], [0, 0]]")
     spec = load_text(wide + "claim min width of R2 is 2\n", "s.mlp", tmp_path)
-    for statement in spec.statements:  # relu²: the §8 square quadruples bound it above
-        result = decide(spec, statement)
+    for statement in spec.statements:  # relu²: the §8 square quadruples bound it above,
+        result = decide(spec, statement)  # the §8.2 refutation at m = 2 below
         assert result.outcome == UNKNOWN
-        assert result.reason.startswith("min width is between 1 and 14")  # m + 4·rank S
+        assert result.reason.startswith("min width is between 3 and 14")  # m + 4·rank S
     cubic = wide.replace("relu^2", "relu^3")  # no construction either: the guard's reason
     spec = load_text(cubic + "claim min width of R2 is 2\n", "s.mlp", tmp_path)
     for statement in spec.statements:

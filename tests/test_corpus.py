@@ -11,7 +11,14 @@ import pytest
 from absorb_formal.decide import decide, large
 from absorb_formal.language import load_file
 from absorb_formal.numeric.backends import NumpyBackend
-from absorb_formal.numeric.crosscheck import CONSTRUCTIONS, construction
+from absorb_formal.numeric.crosscheck import (
+    CONSTRUCTIONS,
+    DOUBLES,
+    FLIPS,
+    construction,
+    doubled,
+    flipped,
+)
 from absorb_formal.numeric.floatblock import from_block, plain_from_json
 from absorb_formal.result import PROVED, REFUTED
 
@@ -45,6 +52,12 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path):
             x = np.random.default_rng(0).normal(size=(1000, block.dim)) * 3
             if witness.get("check") == large.CONSTRUCTION:  # large blocks: no stored layers
                 assert np.allclose(_spare_pairs(block, witness, x), block.evaluate(x),
+                                   rtol=1e-9, atol=1e-9)
+                continue
+            if witness.get("check") in (DOUBLES, FLIPS):  # large blocks: Δ or J, no layers
+                plain = (doubled(block, from_block(block), witness)
+                         if witness["check"] == DOUBLES else flipped(from_block(block), witness))
+                assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
                 continue
             if witness.get("check") in CONSTRUCTIONS:  # §8 linear neurons / quadruples
@@ -83,5 +96,6 @@ def test_corpus_covers_every_rule():
                  "§4 canonical form + width search", "§4 canonical forms", "§5 GLU sign flips",
                  "§5 stack of per-layer witnesses", "linear rank (§4)", "§4 genericity",
                  "§4 rank of S", "§4 subset condition", "§4 relu family, d = 1",
-                 "spare pairs (§4)", "plain family (skip none)"):
+                 "spare pairs (§4)", "plain family (skip none)",
+                 "§4 key count + doubles (large block)"):
         assert rule in methods, rule

@@ -154,30 +154,37 @@ def test_parallel_bf16_rows_are_refuted_only_below_the_live_keys(tmp_path, cli, 
 
 @pytest.fixture
 def bounded(tmp_path, cli, monkeypatch):
-    """Identity skip: lo = m + 1 (modular functional at m), hi = m + 2d (spare pairs)."""
+    """Identity skip: lo = m + 1 (modular functional at m), hi = m + d (doubles; spare pairs at
+    m + 2d)."""
     block = bf16_block(tmp_path, act="silu", bias=False)
     results = prove(tmp_path, cli, monkeypatch, block,
                     f"claim Big is absorbable at width {M + 2 * D}\n"
-                    f"claim Big is absorbable at width {M + 2 * D - 1}\n"
+                    f"claim Big is absorbable at width {M + D - 1}\n"
                     f"claim min width of Big is {M + 1}\n"
-                    f"claim Big is not absorbable at width {M - 1}\n")
+                    f"claim Big is not absorbable at width {M - 1}\n"
+                    f"claim Big is absorbable at width {M + D}\n")
     return tmp_path, results
 
 
 def test_width_bounds_at_both_ends(bounded):
     tmp_path, results = bounded
-    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown", "proved"]
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown", "proved",
+                                               "proved"]
     assert results[0]["certificate"]["check"] == large.CONSTRUCTION
-    assert results[2]["min_width_bounds"] == [M + 1, M + 2 * D], results[2]
-    assert f"between {M + 1} and {M + 2 * D}" in results[2]["reason"]
-    for line in (0, 2, 3):
+    assert results[4]["certificate"]["check"] == large.DOUBLES
+    assert results[4]["method"] == large.METHOD_DOUBLES
+    assert results[2]["min_width_bounds"] == [M + 1, M + D], results[2]
+    assert f"between {M + 1} and {M + D}" in results[2]["reason"]
+    assert "doubles above" in results[2]["reason"]
+    assert f"the doubles construction's {M + D}" in results[1]["reason"]
+    for line in (0, 2, 3, 4):
         verdict, _ = check_document(doc_at(tmp_path, line)[0])
         assert verdict.status == "valid", (line, verdict.reason)
 
 
 def test_every_field_of_the_large_certificates_is_checked(bounded):
     tmp_path, _ = bounded
-    for line in (0, 2, 3):
+    for line in (0, 2, 3, 4):
         every_leaf_is_checked(*doc_at(tmp_path, line))
 
 
@@ -291,15 +298,20 @@ def gated_block(tmp_path, act, skip="identity"):
     return GATED.format(act=act, skip=skip)
 
 
-@pytest.mark.parametrize(("act", "gamma"), [("reglu", "1"), ("glu", "0"), ("bilinear", "1")])
+@pytest.mark.parametrize(("act", "gamma", "value"), [
+    ("reglu", "1", "1"), ("glu", "0", "1/2"), ("bilinear", "1", "1"),
+    ("swiglu", "1", "silu(1)"), ("geglu", "1", "gelu(1)")])
 def test_large_biased_gated_blocks_absorb_with_linear_neurons(tmp_path, cli, monkeypatch, act,
-                                                               gamma):
+                                                               gamma, value):
+    """swiglu and geglu too: σ(1) is irrational, carried as the exact symbolic silu(1) /
+    gelu(1), which the checker re-derives and proves non-zero (docs/rules.md §8)."""
     block = gated_block(tmp_path, act)
     results = prove(tmp_path, cli, monkeypatch, block,
                     "claim Big is absorbable at width 1000\nclaim Big is absorbable at width 999"
                     "\nclaim min width of Big is 5\n")
     assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown"]
     assert results[0]["certificate"]["gamma"] == gamma
+    assert results[0]["certificate"]["sigma_gamma"] == value
     assert results[2]["min_width_bounds"] == [1, 1000]
     for claim in (0, 2):
         verdict, _ = check_document(doc_at(tmp_path, claim)[0])
@@ -307,22 +319,17 @@ def test_large_biased_gated_blocks_absorb_with_linear_neurons(tmp_path, cli, mon
     for claim in (0, 2):
         every_leaf_is_checked(*doc_at(tmp_path, claim))
     path, doc = doc_at(tmp_path, 0)
-    for field, value in (("sigma_gamma", "2"), ("gamma", "3"), ("width", 999),
-                         ("columns", list(range(99)))):
+    for field, forgery in (("sigma_gamma", "2"), ("sigma_gamma", "silu(2)"),
+                           ("sigma_gamma", "gelu(1)" if act == "swiglu" else "silu(1)"),
+                           ("sigma_gamma", f"2*{value}"), ("sigma_gamma", f"{value} + 1"),
+                           ("sigma_gamma", f"{value} (changed)"), ("gamma", "3"),
+                           ("width", 999), ("columns", list(range(99)))):
         forged = copy.deepcopy(doc)
-        forged["certificate"][field] = value
-        assert verify(forged, weights(path, doc)).status == "invalid", field
+        forged["certificate"][field] = forgery
+        assert verify(forged, weights(path, doc)).status == "invalid", (field, forgery)
 
 
-@pytest.mark.parametrize("act", ["swiglu", "geglu"])
-def test_gated_blocks_without_a_rational_gate_value_stay_unknown(tmp_path, cli, monkeypatch,
-                                                                 act):
-    [result] = prove(tmp_path, cli, monkeypatch, gated_block(tmp_path, act),
-                     "claim Big is absorbable at width 5000\n")
-    assert result["outcome"] == "unknown"
-
-
-@pytest.mark.parametrize("act", ["reglu", "bilinear", "glu"])
+@pytest.mark.parametrize("act", ["reglu", "bilinear", "glu", "swiglu", "geglu"])
 @pytest.mark.parametrize("skip", ["identity", "[[0, 2], [0, -1]]", "none"])
 def test_gated_witness_arrays_equal_the_block(act, skip):
     spec = load_text(f"""block B {{
@@ -479,3 +486,268 @@ def test_small_biased_blocks_absorb_at_the_construction_width_and_not_below(act,
         return
     for x in ([Fraction(1, 3), Fraction(-2)], [Fraction(5), Fraction(7, 2)]):
         assert plain.evaluate_exact(x) == block.evaluate_exact(x)
+
+
+# ---- doubles (docs/rules.md §4): width m + d when d < 2·rank S -----------------------------------
+
+DD, DM = 20, 600  # 24,000 weights; d²·m = 240,000 > MAX_EXACT_COST: the large-block rules go first
+
+
+def doubles_block(tmp_path, act="leaky_relu(1/4)", skip="identity", bias=True, rank_up=DD,
+                  skip_rank=DD, seed=3) -> str:
+    """A costly block with integer weights (int16: exact), U of rank `rank_up` (rows of
+    A·B), a loaded skip matrix of rank `skip_rank` when skip is "matrix"."""
+    rng = np.random.default_rng(seed)
+    if rank_up < DD:
+        up = rng.integers(-3, 4, (DM, rank_up)) @ rng.integers(-2, 3, (rank_up, DD))
+    else:
+        up = rng.integers(-9, 10, (DM, DD))
+    low = rng.integers(-2, 3, (DD, skip_rank)) @ rng.integers(-2, 3, (skip_rank, DD))
+    np.savez(tmp_path / "w.npz", up=up.astype(np.int16),
+             down=rng.integers(-9, 10, (DD, DM)).astype(np.int16),
+             b=rng.integers(-5, 6, DM).astype(np.int16),
+             c=rng.integers(-5, 6, DD).astype(np.int16), S=low.astype(np.int16))
+    biases = ('  bias\n    up_bias = load("w.npz", "b")\n    down_bias = load("w.npz", "c")'
+              if bias else "")
+    skip_text = 'load("w.npz", "S")' if skip == "matrix" else skip
+    return f"""block Big {{
+    activation {act}  dim {DD}  width {DM}  skip {skip_text}{biases}
+    up = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+"""
+
+
+def loaded(tmp_path, block: str):
+    return load_text(block, "big.mlp", tmp_path).blocks["Big"]
+
+
+def exact_at(block, fields, x):
+    """The plain block of `fields` (exact object arrays) at the rational point x."""
+    sigma = block.activation.scalar.exact
+    pre = fields["up"].dot(np.array(x, dtype=object))
+    if "up_bias" in fields:
+        pre = pre + fields["up_bias"]
+    out = fields["down"].dot(np.array([sigma(h) for h in pre], dtype=object))
+    if "down_bias" in fields:
+        out = out + fields["down_bias"]
+    return tuple(out)
+
+
+@pytest.mark.parametrize("skip", ["identity", "[[1, 2], [3, 4]]", "3/2", "[[0, 2], [1, -1]]"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("act", ["relu", "leaky_relu(1/4)"])
+def test_the_doubles_witness_equals_the_block(skip, bias, act):
+    """Rows 0 and 1 share a key (row 1 = 2·row 0), neuron 0 is dead (d_0 = 0): the first two
+    rows are dependent, so the pivot rows {0, 2} are doubled — a dead neuron among them. The
+    exact witness (own columns d_i − w_i, new neurons (−u_i, −β_i, w_i), down bias
+    c + 2a·W β_Δ) equals the block at rational points, and is 1 neuron narrower than spare
+    pairs' m + 4."""
+    biases = "  bias  up_bias = [1, -2, 1/2, 3]  down_bias = [3, -1]" if bias else ""
+    block = load_text(f"""block B {{
+    activation {act}  dim 2  width 4  skip {skip}{biases}
+    up = [[1, 2], [2, 4], [3, 0], [-1, 1/2]]
+    down = [[0, -2, 1/3, 1], [0, 5, -1, 2]]
+}}
+""", "t.mlp", __import__("pathlib").Path(".")).blocks["B"]
+    assert large.doubles_width(block) == 6 < large.upper_bound(block) == 8
+    width, cert = large.narrowest(block)
+    assert width == 6 and cert["check"] == large.DOUBLES and cert["neurons"] == [0, 2]
+    fields = large.witness_fields(block, None, cert)
+    assert fields["up"].shape == (6, 2)
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        x = [Fraction(int(v), 5) for v in rng.integers(-20, 20, 2)]
+        assert exact_at(block, fields, x) == block.evaluate_exact(x)
+    assert list(fields["down"][:, 1]) == [Fraction(-2), Fraction(5)]  # not doubled: kept
+
+
+def test_doubles_are_used_only_where_they_are_narrower():
+    """S of rank r: doubles (m + d) when d < 2r; spare pairs (m + 2r) otherwise; S = 0 and
+    m < d never double."""
+    def block(skip, width=3, dim=2):
+        up = [[i + 1, (i * i) % 5 - 2] + [1] * (dim - 2) for i in range(width)]
+        rows = ", ".join("[" + ", ".join(map(str, r)) + "]" for r in up)
+        down = ", ".join("[" + ", ".join(["1"] * width) + "]" for _ in range(dim))
+        return load_text(f"block B {{ activation gelu dim {dim} width {width} skip {skip}\n"
+                         f" up = [{rows}] down = [{down}] }}\n", "t.mlp",
+                         __import__("pathlib").Path(".")).blocks["B"]
+
+    assert large.doubles_width(block("identity")) == 5  # d = 2 < 2·2
+    assert large.doubles_width(block("[[1, 2], [2, 4]]")) is None  # d = 2 = 2·1: spare pairs
+    assert large.narrowest(block("[[1, 2], [2, 4]]"))[0] == 5  # m + 2
+    assert large.doubles_width(block("none")) is None
+    assert large.doubles_width(block("identity", width=2, dim=3)) is None  # m < d
+
+
+def test_rows_of_u_of_rank_below_d_get_no_doubles(tmp_path):
+    """U of rank d − 1: no d independent rows, so the upper bound stays m + 2d (spare pairs),
+    width m + d stays open, and a forged doubles certificate is refused (det U_Δ = 0)."""
+    block = loaded(tmp_path, doubles_block(tmp_path, act="gelu", rank_up=DD - 1))
+    assert large.find_doubles(block.layers[0].up) is None
+    found = large.bounds(block)
+    assert found.hi == DM + 2 * DD and found.above["check"] == large.CONSTRUCTION
+    assert large.decide(block, DM + DD).absorbable is None
+    assert large.decide(block, DM + 2 * DD).absorbable is True
+
+
+def test_the_first_dependent_rows_give_way_to_pivot_rows(tmp_path):
+    """Rows 0..d−1 dependent (row 1 = row 0), the whole U of rank d: pivot rows are doubled."""
+    text = doubles_block(tmp_path)
+    data = dict(np.load(tmp_path / "w.npz"))
+    data["up"][1] = data["up"][0]
+    np.savez(tmp_path / "w.npz", **data)
+    found = large.find_doubles(loaded(tmp_path, text).layers[0].up)
+    assert found is not None and 1 not in found.neurons and found.neurons[0] == 0
+    assert len(found.neurons) == DD and found.neurons == sorted(found.neurons)
+
+
+@pytest.fixture
+def doubled(tmp_path, cli, monkeypatch):
+    """Biases and a loaded matrix skip of full rank (d = 20 < 2·20): doubles at m + d, checked
+    by the checker from the embedded weights; spare pairs at m + 2d; bounds m..m + d (the m
+    live keys below; the modular functional needs m + 1 ≤ d² coordinates, here 601 > 400)."""
+    block = doubles_block(tmp_path, act="gelu", skip="matrix")
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    f"claim Big is absorbable at width {DM + DD}\n"
+                    f"claim min width of Big is {DM}\n"
+                    f"claim Big is absorbable at width {DM + 2 * DD}\n")
+    return tmp_path, results
+
+
+def test_doubles_with_biases_and_a_matrix_skip(doubled):
+    tmp_path, results = doubled
+    assert [r["outcome"] for r in results] == ["proved", "unknown", "proved"]
+    cert = results[0]["certificate"]
+    assert cert["check"] == large.DOUBLES and cert["width"] == DM + DD
+    assert cert["neurons"] == list(range(DD)) and cert["prime"] == large.DOUBLES_PRIME
+    assert results[1]["min_width_bounds"] == [DM, DM + DD]
+    assert results[1]["certificate"]["above"] == cert
+    assert results[2]["certificate"]["check"] == large.CONSTRUCTION  # wide enough: no LU
+    for line in range(3):
+        verdict, _ = check_document(doc_at(tmp_path, line)[0])
+        assert verdict.status == "valid", (line, verdict.reason)
+
+
+def test_every_field_of_a_doubles_certificate_is_checked(doubled):
+    tmp_path, _ = doubled
+    for line in (0, 1):
+        every_leaf_is_checked(*doc_at(tmp_path, line))
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), [
+    ("neurons", list(range(1, DD + 1)), "stored determinant"),  # independent, another det
+    ("neurons", list(range(DD - 1)), "doubles need d"),
+    ("neurons", [0] + list(range(DD - 1)), "increasing"),
+    ("neurons", list(range(DM - DD + 1, DM + 1)), "increasing indices below m"),
+    ("prime", 2**26 - 5, "not a prime the exact LU"),
+    ("prime", 2_097_133, "stored determinant"),
+    ("det_mod_p", 0, "stored determinant"),
+    ("a", "5/8", "re-proved a"),  # gelu: a = 1/2
+    ("width", DM + DD - 1, "not m + d"),
+])
+def test_forged_doubles_are_rejected(doubled, field, value, reason):
+    tmp_path, _ = doubled
+    path, doc = doc_at(tmp_path, 0)
+    assert verify(doc).status == "valid"  # embedded weights: read from the document
+    forged = copy.deepcopy(doc)
+    forged["certificate"][field] = value
+    verdict = verify(forged)
+    assert verdict.status == "invalid" and reason in verdict.reason, verdict.reason
+
+
+def test_doubles_on_dependent_rows_are_rejected(tmp_path, cli, monkeypatch):
+    """U of rank d − 1 (spare pairs proved at m + 2d): a doubles certificate on any d rows has
+    det U_Δ = 0 over Q, so mod p too; the checker refuses it."""
+    block = doubles_block(tmp_path, rank_up=DD - 1)
+    [result] = prove(tmp_path, cli, monkeypatch, block,
+                     f"claim Big is absorbable at width {DM + 2 * DD}\n")
+    assert result["certificate"]["check"] == large.CONSTRUCTION
+    path, doc = doc_at(tmp_path, 0)
+    forged = copy.deepcopy(doc)
+    forged["certificate"] = {"kind": "witness", "check": large.DOUBLES, "width": DM + DD,
+                             "a": "5/8", "neurons": list(range(DD)),
+                             "prime": large.DOUBLES_PRIME, "det_mod_p": 1}
+    verdict = verify(forged)
+    assert verdict.status == "invalid" and "dependent" in verdict.reason, verdict.reason
+
+
+def test_a_doubles_certificate_needs_the_weights_read(bounded):
+    """A block stored by its sources: the checker reads U from the files (absorb-prove check);
+    handed no weights, it cannot check the determinant."""
+    tmp_path, _ = bounded
+    path, doc = doc_at(tmp_path, 4)
+    assert doc["certificate"]["check"] == large.DOUBLES
+    assert verify(doc, weights(path, doc)).status == "valid"
+    verdict = verify(doc)
+    assert verdict.status == "invalid" and "not embedded" in verdict.reason, verdict.reason
+
+
+def test_a_doubles_witness_exports_and_equals_the_block(tmp_path, cli, monkeypatch):
+    """`absorb-prove export --width m + d`: the doubles witness, built exactly (the exported
+    floats are the exact values rounded: here float64, all exact; the doubled down columns are
+    not the block's); it equals the block exactly and in floats."""
+    from absorb_formal import export
+
+    monkeypatch.chdir(tmp_path)
+    text = doubles_block(tmp_path, act="leaky_relu(1/4)", skip="matrix")
+    (tmp_path / "big.mlp").write_text(text, encoding="utf-8")
+    run = cli("export", "big.mlp", "Big", "--width", str(DM + DD), "--out", "plain.npz",
+              "--points", "300")
+    assert run.code == 0, run.err
+    arrays, record = export.read_export(tmp_path / "plain.npz")
+    assert record["method"] == large.METHOD_DOUBLES and record["width"] == str(DM + DD)
+    block = loaded(tmp_path, text)
+    fields = large.witness_fields(block, None, large.narrowest(block)[1])
+    for name, values in fields.items():
+        assert np.array_equal(arrays[name], values.astype(np.float64)), name
+    data = np.load(tmp_path / "w.npz")
+    assert np.array_equal(arrays["up"][:DM], data["up"])  # own rows kept
+    assert not np.array_equal(arrays["down"][:, :DD], data["down"][:, :DD])  # doubled
+    assert np.array_equal(arrays["down"][:, DD:DM], data["down"][:, DD:])
+    assert float(record["sample_max_rel_error"]) < 1e-12
+    x = [Fraction(int(v), 3) for v in np.random.default_rng(0).integers(-9, 9, DD)]
+    assert exact_at(block, fields, x) == block.evaluate_exact(x)
+
+
+def test_doubles_too_wide_to_build_export_spare_pairs(tmp_path, cli, monkeypatch):
+    """Beyond EXACT_DOUBLES the exact W is not built: --width m + d is refused with a hint;
+    where a wider width is allowed (scan --export; export without --width) the spare pairs at
+    m + 2d are written, and the width note says so."""
+    from absorb_formal import export
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(large, "EXACT_DOUBLES", DD - 1)
+    (tmp_path / "big.mlp").write_text(doubles_block(tmp_path), encoding="utf-8")
+    run = cli("export", "big.mlp", "Big", "--width", str(DM + DD), "--out", "a.npz")
+    assert run.code == 2 and f"--width {DM + 2 * DD} exports the spare-pair" in run.err
+    found = export.find_witness(loaded(tmp_path, doubles_block(tmp_path)), DM + DD, wider=True)
+    assert found.claim_width == DM + 2 * DD and found.decision.method == large.METHOD
+    assert "exported the spare-pair construction" in found.width_note
+    rounded = export.construction_arrays(found.block, "float32", found.decision.certificate)
+    assert rounded["up"].values.shape == (DM + 2 * DD, DD)
+
+
+def test_the_cross_check_rebuilds_doubles_and_catches_a_wrong_one(tmp_path):
+    from absorb_formal.numeric.backends import NumpyBackend
+    from absorb_formal.numeric.crosscheck import crosscheck
+
+    block = loaded(tmp_path, doubles_block(tmp_path, act="silu", skip="matrix"))
+    _, cert = large.narrowest(block)
+    good = crosscheck(block, cert, 2000, NumpyBackend())
+    assert good is not None and good.ok
+    for field, value in (("a", "1"), ("neurons", [0] * DD)):  # wrong scale; singular U_Δ
+        bad = crosscheck(block, {**cert, field: value}, 2000, NumpyBackend())
+        assert bad is not None and not bad.ok, field
+
+
+def test_export_without_a_width_falls_back_to_spare_pairs_beyond_exact_doubles(tmp_path):
+    """d = 256 > EXACT_DOUBLES: the bounds' upper end m + d is a doubles witness too wide to
+    build exactly, so export (no --width) writes the spare pairs at m + 2d and says why."""
+    from absorb_formal import export
+
+    block = loaded(tmp_path, bf16_block(tmp_path, act="silu", bias=False))
+    found = export.find_witness(block, None)
+    assert found.claim_width == M + 2 * D and found.decision.method == large.METHOD
+    assert f"between {M + 1} and {M + D}" in found.width_note
+    assert "exported the spare-pair construction" in found.width_note

@@ -106,6 +106,32 @@ def test_rank_of_rectangular_matrices(shape):
     assert modlu.rank_mod(low, p) == flint_rank(low, p)
 
 
+def flint_pivots(a: np.ndarray, p: int) -> list[int]:
+    """The pivot columns of FLINT's reduced row echelon form mod p."""
+    if not a.size:
+        return []
+    reduced, rank = flint.nmod_mat(a.tolist(), p).rref()
+    return [next(j for j in range(a.shape[1]) if int(reduced[i, j])) for i in range(rank)]
+
+
+@pytest.mark.parametrize("shape", [(5, 40), (40, 5), (33, 70), (70, 33), (1, 9), (9, 1),
+                                   (20, 200)])
+@pytest.mark.parametrize("kind", ["random", "low rank", "repeated columns", "zero columns"])
+def test_pivot_columns_agree_with_flint(shape, kind):
+    """The first independent columns (doubles pick the first independent rows of U this way)."""
+    rng = np.random.default_rng(zlib.crc32(f"{shape} {kind}".encode()))
+    p = P21[0]
+    a = rng.integers(0, p, shape)
+    if kind == "low rank":
+        r = max(1, min(shape) // 2)
+        a = (rng.integers(0, p, (shape[0], r)) @ rng.integers(0, 9, (r, shape[1]))) % p
+    elif kind == "repeated columns":
+        a[:, 1::2] = a[:, ::2][:, : a[:, 1::2].shape[1]]
+    elif kind == "zero columns":
+        a[:, : shape[1] // 2] = 0
+    assert modlu.pivot_columns(a, p) == flint_pivots(a % p, p)
+
+
 def test_small_primes_make_singular_minors_common():
     """mod 17 about one random matrix in 17 is singular: both outcomes are exercised."""
     rng = np.random.default_rng(3)
@@ -278,3 +304,40 @@ def test_the_blas_thread_count_is_restored_after_the_lu():
     a = np.random.default_rng(3).integers(0, P21[0], (300, 300))
     assert modlu.det_mod(a, P21[0]) == flint_det(a, P21[0])
     assert blas.get() == before
+
+
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 33, 100])
+@pytest.mark.parametrize("kind", ["random", "extreme", "singular"])
+def test_solve_agrees_with_flint(n, kind):
+    """x with A x = b mod p, against FLINT's nmod_mat.solve; singular A gives None."""
+    p = P21[0]
+    rng = np.random.default_rng(zlib.crc32(f"solve{n}{kind}".encode()))
+    a = rng.integers(0, p, (n, n))
+    if kind == "extreme":
+        a = np.where(rng.random((n, n)) < 0.7, p - 1, a)
+        a[np.arange(n), np.arange(n)] = rng.integers(1, p, n)
+    if kind == "singular" and n > 1:
+        a[-1] = a[0]
+    b = rng.integers(0, p, n)
+    found = modlu.solve_mod(a, b, p)
+    reference = flint.nmod_mat(a.tolist(), p)
+    if reference.det() == 0:
+        assert found is None
+        return
+    expected = reference.solve(flint.nmod_mat([[int(v)] for v in b], p))
+    assert found == [int(expected[i, 0]) for i in range(n)]
+    assert (a @ np.array(found) - b) % p == pytest.approx(np.zeros(n))  # A x ≡ b
+
+
+@pytest.mark.parametrize("block", [4, 128])
+def test_solve_crosses_blocks_and_zero_pivots(block, monkeypatch):
+    """solve_floats runs the block LU (and its hand-over to row exchanges at a zero pivot in a
+    later block): against FLINT."""
+    monkeypatch.setattr(modlu, "BLOCK", block)
+    rng = np.random.default_rng(block)
+    p = P21[0]
+    for n, at in [(40, 17), (300, 130), (300, 256)]:
+        a = late_zero_pivot(n, at, p, rng)
+        b = rng.integers(0, p, n)
+        expected = flint.nmod_mat(a.tolist(), p).solve(flint.nmod_mat([[int(v)] for v in b], p))
+        assert modlu.solve_mod(a, b, p) == [int(expected[i, 0]) for i in range(n)]

@@ -156,7 +156,10 @@ def alive_and_alone(block: dict[str, Any], scaled: bool) -> None:
 def refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
                subset_refutation: Callable[[list[Rows], Rows, dict[str, Any]], None]) -> None:
     name, value, scaled = _common(block, cert)
-    require(width == block["width"] == int(cert["width"]), "§8.2 refutes the own width only")
+    # at the own width m, hence at every w ≤ m (a witness at w is one at m, zero neurons
+    # added); the stored width is m whatever w the claim asks
+    require(width <= block["width"] == int(cert["width"]), "§8.2 refutes the own width "
+                                                          "and narrower ones only")
     alive_and_alone(block, scaled)
     terms, target = system(block, name, value)
     subset_refutation(terms, target, cert)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from . import exact
+from . import exact, symbolic
 from .exact import Rows, Vec
 
 
@@ -18,18 +18,21 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
     ū + (β̄,) (the affine function, normalised by ū) and the third entry is
     γ = c + a·Σ_{u_i≠0} d_i β_i + Σ_{u_i=0} d_i σ(β_i); σ(β) needs σ exact on Q unless β = 0
     (`activation`; otherwise ValueError: no exact γ); when σ is not rational on Q (silu,
-    gelu) the constant neurons are kept formally, as keys with ū = 0 and β̄ = β, v = Σ d_i:
+    gelu) the constant neurons are kept formally, as keys with ū = 0 and β̄ = β, v = Σ d_i,
+    and so is each term v·σ(β) of a symbolic output bias (a witness's c′, `symbolic`):
     formally equal forms are equal functions, but formally different constants may still
     be equal numbers (`constant_keys`). A linear σ = a·z: (Λ, {}, γ) with γ = c + a·D b."""
     kind, a, b = family
     up, down = exact.mat(layer["up"]), exact.mat(layer["down"])
     lam = exact.combine(skip, exact.matmul(down, up), a)
     betas = exact.vec(layer.get("up_bias") or ["0"] * len(up))
-    gamma = list(exact.vec(layer.get("down_bias") or ["0"] * dim))
+    # c, each entry a rational or (a witness's c′) a symbolic value r + Σ c σ(β)
+    constant = [symbolic.parse(x) for x in layer.get("down_bias") or ["0"] * dim]
+    gamma = [Fraction(0)] * dim
     if kind == "linear":  # σ = a·z: x ↦ Λx + γ, γ = c + a·D b (docs/rules.md §8)
         for i in range(len(up)):
             _add(gamma, tuple(row[i] for row in down), a * betas[i])
-        return lam, {}, tuple(gamma) if biased else None
+        return lam, {}, _rational(gamma, constant) if biased else None
     keys: dict[Vec, list[Fraction]] = {}
     for i, u in enumerate(up):
         d = tuple(row[i] for row in down)
@@ -42,8 +45,10 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
                 if activation["kind"] in exact.RATIONAL_KINDS:
                     _add(gamma, d, exact.sigma(activation, betas[i]))
                 else:  # σ(β) not rational (silu, gelu): kept formally, as the key u = 0
-                    _add(keys.setdefault((Fraction(0),) * dim + (betas[i],),
-                                         [Fraction(0)] * dim), d, Fraction(1))
+                    for r in range(dim):
+                        constant[r] = symbolic.add(constant[r],
+                                                   symbolic.atom(activation["kind"], betas[i]),
+                                                   d[r])
             continue
         lead = next(x for x in u if x != 0)
         alpha = lead if kind == "relu" else Fraction(1 if lead > 0 else -1)
@@ -51,13 +56,52 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
         _add(gamma, d, a * betas[i])
         weight = b * abs(alpha) if kind == "relu" and b is not None else Fraction(1)
         _add(keys.setdefault(key, [Fraction(0)] * dim), d, weight)
+    if activation is not None and activation["kind"] not in exact.RATIONAL_KINDS:
+        _formal(constant, activation["kind"], keys)
     return (lam, {k: tuple(v) for k, v in keys.items() if any(v)},
-            tuple(gamma) if biased else None)
+            _rational(gamma, constant) if biased else None)
+
+
+def _formal(constant: list[symbolic.Poly], kind: str, keys: dict[Vec, list[Fraction]]) -> None:
+    """Move each term c·σ(β) of the constant (σ the block's own) to the formal key u = 0,
+    β̄ = β (where constant neurons go), leaving the rest in `constant`."""
+    dim = len(constant)
+    for r in range(dim):
+        for monomial, c in list(constant[r].items()):
+            if len(monomial) == 1 and monomial[0][1] == 1 and monomial[0][0][0] == kind:
+                beta = monomial[0][0][1]
+                keys.setdefault((Fraction(0),) * dim + (beta,), [Fraction(0)] * dim)[r] += c
+                del constant[r][monomial]
+
+
+def _rational(gamma: list[Fraction], constant: list[symbolic.Poly]) -> Vec:
+    """γ + the constant, which must be rational once its σ(β) terms went to formal keys."""
+    out = []
+    for g, c in zip(gamma, constant, strict=True):
+        value = symbolic.as_rational(c)
+        if value is None:
+            raise symbolic.Invalid(f"the output bias {symbolic.text(c)} has terms other than "
+                                   "σ(β) of the block's own σ")
+        out.append(g + value)
+    return tuple(out)
 
 
 def constant_keys(keys: dict[Vec, Vec], dim: int) -> dict[Vec, Vec]:
     """The formal constant neurons of a §8.1 form: its keys with ū = 0."""
     return {k: v for k, v in keys.items() if not any(k[:dim])}
+
+
+def constant(found: tuple[Rows, dict[Vec, Vec], Vec | None],
+             activation: dict[str, Any]) -> list[symbolic.Poly]:
+    """The constant of a biased form as values: γ + Σ v σ(β) over its formal keys ū = 0."""
+    _, keys, gamma = found
+    assert gamma is not None
+    dim = len(gamma)
+    out = [symbolic.rational(g) for g in gamma]
+    for key, v in constant_keys(keys, dim).items():
+        for r in range(dim):
+            out[r] = symbolic.add(out[r], symbolic.atom(activation["kind"], key[dim]), v[r])
+    return out
 
 
 def _add(acc: list[Fraction], d: Vec, weight: Fraction) -> None:

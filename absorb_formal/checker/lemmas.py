@@ -149,6 +149,23 @@ def _holds(key: str, name: str, value: str | None) -> bool:
     raise ValueError(f"unknown lemma {name!r}")
 
 
+@functools.cache
+def reflection(kind: str) -> tuple[Fraction, Fraction, int] | None:
+    """(c, s, t) with σ(z) = c + s·z + t·σ(−z) for every real z, re-derived from σ's formula
+    (the checker's symbolic values write σ(−β) so, docs/certificates.md): σ(z) − σ(−z) = 2az
+    gives (0, 2a, 1) (silu, gelu, gelu_tanh); σ(z) + σ(−z) = 2σ(0) gives (2σ(0), 0, −1)
+    (sigmoid, tanh). None when neither is proved."""
+    activation = {"kind": kind, "gated": False}
+    a = odd_slope(activation)
+    if a is not None:
+        return Fraction(0), 2 * a, 1
+    c = value_at_zero(activation)
+    s = formula(activation)
+    if c is not None and _vanishes(s + s.subs(Z, -Z) - 2 * c):
+        return 2 * c, Fraction(0), -1
+    return None
+
+
 def value_at_zero(activation: dict[str, Any]) -> Fraction | None:
     """σ(0) when it is rational."""
     v = sp.simplify(formula(activation).subs(Z, 0))
@@ -156,10 +173,18 @@ def value_at_zero(activation: dict[str, Any]) -> Fraction | None:
 
 
 def nonzero_at(activation: dict[str, Any], point: Fraction) -> bool:
-    """σ(point) ≠ 0, decided by sympy's sign of the exact value (docs/rules.md §8: a gated neuron
-    with gate row 0 and gate bias `point` is the linear neuron σ(point)·(u·x + β))."""
+    """σ(point) ≠ 0 (docs/rules.md §8: a gated neuron with gate row 0 and gate bias `point` is
+    the linear neuron σ(point)·(u·x + β)): exactly when sympy reduces σ(point) to a rational,
+    else by an arb enclosure of σ's formula at `point` that excludes 0 (`symbolic.sign`)."""
+    from . import symbolic
+
     value = sp.simplify(formula(activation).subs(Z, sp.Rational(str(point))))
-    return bool(value.is_positive) or bool(value.is_negative)
+    if value.is_Rational:
+        return bool(value != 0)
+    try:
+        return symbolic.sign(symbolic.atom(activation["kind"], point)) not in (0, None)
+    except symbolic.Invalid:  # no atom for this σ: not proved
+        return False
 
 
 def _odd_nonpoly(odd: sp.Expr) -> bool:

@@ -23,8 +23,9 @@ are bounded differently.)
 Why the checker owns it. The checker imports nothing from the prover; the prover may use the
 checker's primitives. Sharing this one module, tested against FLINT (tests/test_modlu.py),
 makes the exact modular arithmetic one trusted component, like python-flint was before it,
-instead of two copies that could drift apart. (The checker's own use is small: one product
-and sums it bounds itself; the LU is the prover's, and its result is re-checked.)
+instead of two copies that could drift apart. (For the modular functional the checker uses
+only one product; the LU also serves the checker's doubles determinant and unique-subset
+solve.)
 
 Reductions of products of two residues (`product_minor`) use the floor instead: for
 0 ≤ x < p² < 2^52, x − p·⌊x·fl(1/p)⌋ is exactly x mod p unless x is a non-zero multiple of p
@@ -51,6 +52,7 @@ product, without any LU.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -628,6 +630,46 @@ def functional_floats(work: Any, p: int, xp: Any = _Numpy) -> tuple[list[int], i
         y[row] = v[position]
     return y, int(work[n - 1, n - 1]) % p
 
+def solve_floats(work: Any, p: int) -> list[int] | None:
+    """The unique x with A·x ≡ b (mod p), for the n×(n+1) float64 array [A | b] of integers
+    in [0, p) (destroyed in place); None when A is singular mod p. A[order] = L·U by the LU
+    above (`_lu`), then b[order] ← L⁻¹·b[order] (`_solve_lower`, exact products), and back
+    substitution in int64: each product of two residues is below p² and a row's sum below
+    n·p² < 2^63, raised on otherwise."""
+    n = work.shape[0]
+    if work.shape[1] != n + 1:
+        raise ValueError("solve_floats takes an n×(n+1) matrix [A | b]")
+    if not usable(p):
+        raise ValueError(f"{p} is not a prime this module can work with")
+    if not _Numpy.integers_below(work, p):
+        raise ValueError(f"the matrix must hold integers of magnitude below {p}")
+    if not n * (p - 1) ** 2 + p < 2**63:
+        raise ArithmeticError(f"back substitution of order {n} mod {p} overflows int64")
+    if n == 0:
+        return []
+    square = work[:, :n]
+    with blas_threads():
+        order = _lu(square, p, _Numpy)
+        if order is None:
+            return None
+        rhs = work[order, n:]  # a copy, in the LU's row order
+        _solve_lower(square, rhs, p, _Numpy)
+    upper = np.rint(square).astype(np.int64) % p  # the entries are integers already: exact
+    y = np.rint(rhs[:, 0]).astype(np.int64) % p
+    x = np.zeros(n, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        rest = int(upper[i, i + 1:n] @ x[i + 1:]) if i + 1 < n else 0
+        x[i] = (int(y[i]) - rest) * pow(int(upper[i, i]), -1, p) % p
+    return [int(v) for v in x]
+
+
+def solve_mod(matrix: Any, rhs: Any, p: int) -> list[int] | None:
+    """x with matrix·x ≡ rhs (mod p) for a square integer matrix (numpy, any integer entries:
+    reduced exactly first); None when it is singular mod p."""
+    a = np.array(matrix, dtype=np.int64) % p
+    b = np.array(rhs, dtype=np.int64).reshape(-1, 1) % p
+    return solve_floats(np.hstack([a, b]).astype(np.float64), p)
+
 
 def det_mod(matrix: Any, p: int) -> int:
     """det of an integer matrix mod p (numpy, any integer entries: reduced exactly first)."""
@@ -636,15 +678,22 @@ def det_mod(matrix: Any, p: int) -> int:
 
 def rank_mod(matrix: Any, p: int) -> int:
     """rank of an integer matrix over Z/p."""
+    return len(pivot_columns(matrix, p))
+
+
+def pivot_columns(matrix: Any, p: int) -> list[int]:
+    """The pivot columns of an integer matrix over Z/p, increasing: each column that is not
+    in the span (mod p) of the columns before it. Columns independent mod p are independent
+    over Q when p divides no denominator (a non-zero minor mod p is non-zero)."""
     if not usable(p):
         raise ValueError(f"{p} is not a prime this module can work with")
     work = _as_floats(matrix, p, _Numpy)
     if 0 in work.shape:
-        return 0
+        return []
     if not _Numpy.integers_below(work, p):
         raise ValueError(f"the matrix must hold integers of magnitude below {p}")
     with blas_threads():
-        return len(_factor(work, p, _Numpy, False)[0])
+        return _factor(work, p, _Numpy, False)[0]
 
 
 def bytes_needed(n: int) -> int:
@@ -723,6 +772,70 @@ def product_minor(left: np.ndarray, right: np.ndarray, row_pos: np.ndarray,
             band -= scratch
     out[:, m] = np.asarray(last, dtype=np.int64) % p
     return out
+
+
+def product_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
+    """(a·b) mod p as float64 integers in [0, p), for float64 a, b holding integers in [0, p):
+    the inner dimension is cut into pieces of at most inner_limit(p) (each product exact,
+    module docstring), reduced in between."""
+    k = a.shape[1]
+    out = np.zeros((a.shape[0], b.shape[1]))
+    piece = max(1, min(k, inner_limit(p)))
+    _product_bound(piece, p)
+    for start in range(0, k, piece):
+        out += a[:, start:start + piece] @ b[start:start + piece]
+        _Numpy.reduce(out, p)  # |out| < p + piece·(p−1)² < 2^53 before each reduction
+    return np.mod(out, p, out=out)
+
+
+def random_residues(seed: int, stream: int, rows: int, cols: int, p: int) -> np.ndarray:
+    """A rows×cols float64 array of integers in [0, p) drawn from numpy's PCG64 bit generator
+    seeded with SeedSequence([seed, stream]) — its raw 64-bit output, whose values numpy keeps
+    stable across versions (unlike Generator's methods) — reduced mod p, row after row.
+    Reproducible by anyone who knows (seed, stream): certificates store the seed."""
+    return next(_random_bands(seed, stream, rows, cols, p, rows))
+
+
+def _random_bands(seed: int, stream: int, rows: int, cols: int, p: int, band: int
+                  ) -> Iterator[np.ndarray]:
+    """`random_residues(seed, stream, rows, cols, p)` a band of rows at a time."""
+    source = np.random.PCG64(np.random.SeedSequence([seed, stream]))
+    for start in range(0, rows, band):
+        count = min(band, rows - start)
+        raw = source.random_raw(count * cols)
+        yield (raw % np.uint64(p)).astype(np.float64).reshape(count, cols)
+
+
+SYSTEM_BAND = 512  # rows of the projected system built at once (bounds the temporaries)
+
+
+def projected_system(down: np.ndarray, up: np.ndarray, target: np.ndarray | int,
+                     seed: int, p: int) -> np.ndarray:
+    """The m×(m+1) float64 array [A | b] mod p of the system Σ_i c_i d_i u_iᵀ = T seen through
+    m random rank-one functionals X ↦ p_jᵀ X q_j: A[j, i] = (p_j·d_i)(q_j·u_i) — the
+    Hadamard product of P·D and Q·Uᵀ — and b_j = p_jᵀ T q_j, with P, Q the m×d matrices
+    `random_residues(seed, 0 / 1, m, d, p)`. down: D mod p (d×m), up: U mod p (m×d),
+    target: T mod p (d×d), or an integer t for T = t·I. Every step is an exact product mod p
+    (`product_mod`) or an entry-wise product of two residues (< p² < 2^53), reduced."""
+    d, m = down.shape
+    down_f = np.asarray(down, dtype=np.float64) % p
+    up_t = np.ascontiguousarray(np.asarray(up, dtype=np.float64).T % p)
+    matrix = None if isinstance(target, int | np.integer) else \
+        np.asarray(target, dtype=np.float64) % p
+    out = np.empty((m, m + 1))
+    bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
+                _random_bands(seed, 1, m, d, p, SYSTEM_BAND), strict=True)
+    for n, (left, right) in enumerate(bands):
+        rows = slice(n * SYSTEM_BAND, n * SYSTEM_BAND + left.shape[0])
+        block = out[rows, :m]
+        np.multiply(product_mod(left, down_f, p), product_mod(right, up_t, p), out=block)
+        _Numpy.reduce(block, p)
+        if matrix is None:  # p_jᵀ (t·I) q_j = t·(p_j·q_j); a sum of d residues < d·p
+            rhs = np.mod(np.mod(left * right, p).sum(axis=1), p) * (int(target) % p)
+        else:
+            rhs = (np.mod(product_mod(left, matrix, p) * right, p)).sum(axis=1)
+        out[rows, m] = np.mod(rhs, p)
+    return np.mod(out, p, out=out)
 
 
 def torch_backend() -> Any | None:
@@ -842,17 +955,6 @@ def functional_auto(work: np.ndarray, p: int) -> tuple[list[int], int] | None:
     return functional_floats(work, p)
 
 
-def product_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
-    """(a·b) mod p in [0, p) as float64, a and b holding integers of magnitude < p: exact by
-    the bound, the inner dimension cut into pieces of at most inner_limit(p)."""
-    out = np.zeros((a.shape[0], b.shape[1]))
-    _sub_product(out, np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), p,
-                 _Numpy)  # out = −a·b, reduced
-    np.negative(out, out=out)
-    out[out < 0] += p
-    return out
-
-
 def on_grid(y: list[int], rows: int, cols: int) -> np.ndarray:
     """y, the first len(y) coordinates of a rows × cols grid taken row by row, as that grid
     (float64; 0 on the coordinates after them)."""
@@ -871,7 +973,7 @@ def functional_values(grid: np.ndarray, left: np.ndarray, right: np.ndarray, p: 
     if not (usable(p) and (grid >= 0).all() and (grid < p).all()
             and (np.rint(grid) == grid).all()):
         raise ValueError(f"Y must hold integers in [0, {p})")
-    w = product_mod(grid, (np.asarray(right, dtype=np.int64) % p).T, p)
+    w = product_mod(grid, (np.asarray(right, dtype=np.int64) % p).T.astype(np.float64), p)
     w *= (np.asarray(left, dtype=np.int64) % p).astype(np.float64)
     total = w.sum(axis=0)
     total -= np.floor(total * (1.0 / p)) * p

@@ -12,9 +12,10 @@ family), the pairs add Σ_k p_k (q_k·x) = S x when the terms sum to S:
 So the plain block equals B, and its width is m + 2·#columns.
 
 Biased gated blocks (docs/rules.md §8, linear neurons): a neuron with gate row 0 and gate bias γ
-computes σ(γ)(u·x + β); with σ(γ) rational and ≠ 0 (re-derived here from σ's formula with
-sympy), one such neuron per rank-one term, up row q_k and down p_k/σ(γ), adds Σ_k p_k q_k·x.
-Width m + #columns.
+computes σ(γ)(u·x + β); with σ(γ) ≠ 0, one such neuron per rank-one term, up row q_k and down
+p_k/σ(γ), adds Σ_k p_k q_k·x. Width m + #columns. σ(γ) is re-derived from σ's formula with
+sympy: a rational, or else the atom σ(γ) (swiglu, geglu: silu(1), gelu(1); `symbolic`), and
+σ(γ) ≠ 0 is proved by an arb enclosure of the formula at γ that excludes 0.
 
 relu² and square with biases (docs/rules.md §8): with the lemma σ(z) + σ(−z) = v z² (re-proved by
 `lemmas`, v ≠ 0), four neurons per rank-one term, p_k/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) −
@@ -31,6 +32,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from . import symbolic
 from .exact import q, skip_rows
 
 CHECK = "own neurons + spare pairs"
@@ -71,11 +73,16 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     require(cert["check"] == LINEAR, "not the linear-neuron construction")
     require(block["depth"] == 1 and block["activation"]["gated"] and bool(block.get("bias")),
             "linear neurons need a depth-1 gated block with biases (gate bias γ)")
-    gamma, value = q(cert["gamma"]), q(cert["sigma_gamma"])
+    gamma, stored = q(cert["gamma"]), symbolic.parse(cert["sigma_gamma"])
     at = sp.simplify(formula(block["activation"]).subs(Z, sp.Rational(gamma.numerator,
                                                                       gamma.denominator)))
-    require(value != 0 and at == sp.Rational(value.numerator, value.denominator),
-            f"σ({gamma}) is not {value}")
+    if at.is_Rational:  # σ(γ) rational: the stored value is it
+        value = Fraction(int(at.p), int(at.q))
+        want = symbolic.rational(value)
+    else:  # σ irrational at γ (swiglu, geglu: silu(1), gelu(1)): the atom σ(γ) itself
+        want = symbolic.atom(block["activation"]["kind"], gamma)
+    require(stored == want, f"σ({gamma}) is not {cert['sigma_gamma']}")
+    require(symbolic.sign(want) not in (0, None), f"σ({gamma}) != 0 is not proved")
     columns = _factorisation(block, cert)
     size = int(cert["width"])
     require(size == int(block["width"]) + len(columns), "the width is not m + #columns")

@@ -13,7 +13,20 @@ from typing import Any
 
 from sympy.polys.polyerrors import BasePolynomialError
 
-from . import exact, flips, forms, generic, half, lemmas, modular, smt, spare
+from . import (
+    doubles,
+    exact,
+    flips,
+    forms,
+    generic,
+    half,
+    lemmas,
+    modular,
+    smt,
+    spare,
+    symbolic,
+    unique_subset,
+)
 from .exact import Rows, q
 from .shape import document_problem
 from .source import SourceError, read_statement
@@ -54,7 +67,7 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
     except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
-            half.Invalid) as error:
+            half.Invalid, symbolic.Invalid) as error:
         return Verdict("invalid", str(error))
     except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
             BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
@@ -127,7 +140,7 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     kind = claim["kind"]
     if kind == "absorbable":
         if proved == (claim["modality"] == ""):
-            absorbable(block, width, certificate)
+            absorbable(block, width, certificate, weights.get(claim["block"]))
         else:
             _refutation(block, width, certificate, weights.get(claim["block"]))
     elif kind == "family":
@@ -158,8 +171,12 @@ def _flips_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: the claims whose certificate kind has a §8 rule here. §8.2: a flip
     witness or a subset refutation of an 'absorbable' claim; `absorbable`/`not_absorbable`
     route every §8.2 certificate to checker/flips.py before any bias-free rule."""
-    cert = doc["certificate"]
-    if doc["claim"]["kind"] != "absorbable" or cert.get("section") != flips.SECTION:
+    return doc["claim"]["kind"] == "absorbable" and _flip_part(doc["certificate"])
+
+
+def _flip_part(cert: dict[str, Any] | None) -> bool:
+    """A §8.2 flip witness or subset refutation (checked by checker/flips.py, biases kept)."""
+    if not isinstance(cert, dict) or cert.get("section") != flips.SECTION:
         return False
     return cert.get("check") == flips.CHECK if cert.get("kind") == "witness" else \
         cert.get("kind") in ("subset search", "separating functional")
@@ -180,6 +197,7 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
                                                         certificate["below"]) if part)
     if kind == "witness":  # §8.1 forms, linear maps + γ (§8), stacks of them (§8.4)
         return certificate.get("check") in ("canonical forms equal", spare.CHECK,
+                                            unique_subset.CHECK, doubles.CHECK,
                                             "linear maps equal", STACK_CHECK)
     return kind in ("subset search", "canonical forms", "linear rank", half.KIND) \
         + LARGE_REFUTATIONS
@@ -196,10 +214,14 @@ def _plain_ok(cert: dict[str, Any]) -> bool:
 def _linear_ok(cert: dict[str, Any]) -> bool:
     """docs/rules.md §8: the linear-neuron witness of a biased gated block, the square
     quadruples of a biased relu² block or the square pairs of a degree-2 polynomial σ, alone
-    or as the upper end of min width bounds (no lower bound: below is None)."""
-    if cert.get("kind") == "minimal width bounds":
-        return cert["below"] is None and _linear_ok(cert["above"])
-    return cert.get("kind") == "witness" and cert.get("check") in (
+    or as the upper end of a min width or its bounds, whose lower end is none or a §8.2 flip
+    refutation at the block's own width (a §8.2 witness there may be the upper end)."""
+    kind = cert.get("kind")
+    if kind in ("minimal width", "minimal width bounds"):
+        above = cert["witness" if kind == "minimal width" else "above"]
+        return ((_linear_ok(above) or _flip_part(above))
+                and (cert["below"] is None or _flip_part(cert["below"])))
+    return kind == "witness" and cert.get("check") in (
         spare.LINEAR, spare.QUADRUPLES, spare.SQUARE_PAIRS)
 
 
@@ -237,11 +259,21 @@ STACK_CHECK = "each layer's canonical form equals the block layer's"
 
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
-def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
-    """The certificate is a plain stack of width ≤ `width` equal to the block."""
+def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
+               layers: modular.Layers | None = None) -> None:
+    """The certificate is a plain stack of width ≤ `width` equal to the block. `layers`: the
+    weights of a block too large to embed, for witnesses that read them."""
     require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
+    if cert.get("check") == unique_subset.CHECK:  # large blocks: J, not stored layers
+        _require_generic_case(block)
+        unique_subset.check_witness([list(r) for r in exact.skip_rows(block)], width,
+                                    _weights(block, layers), cert, _family(block)[1])
+        return
     if cert.get("check") == spare.CHECK:  # large blocks: a construction, not stored layers
         spare.check(block, width, cert, _family(block))
+        return
+    if cert.get("check") == doubles.CHECK:  # large blocks: Δ and det U_Δ mod p, no layers
+        doubles.check(block, width, cert, _family(block), _weights(block, layers))
         return
     if cert.get("check") == spare.LINEAR:
         spare.check_linear(block, width, cert)
@@ -448,7 +480,7 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
                                          f"not {width}")
 
 
-LARGE_REFUTATIONS = ("modular functional", "key count")  # read the weights from their files
+LARGE_REFUTATIONS = ("modular functional", "key count", unique_subset.KIND)  # read weight files
 
 
 def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -461,15 +493,16 @@ def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
         not_absorbable(block, width, cert)
 
 
-def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
-                      layers: modular.Layers | None) -> None:
+def _require_generic_case(block: dict[str, Any]) -> tuple[str, Fraction, Fraction | None]:
+    """A depth-1 ungated block with an O(a)+N σ (lemmas re-proved through the family)."""
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
     family = _family(block)
-    require(family[0] in ("relu", "analytic"), f"{cert['kind']} needs an O(a)+N σ")
-    # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
-    # key count is issued (and checked) for a ≠ 0 only
-    require((not block.get("bias") and cert["kind"] == "modular functional") or family[1] != 0,
-            f"{cert['kind']} needs a != 0 here")
+    require(family[0] in ("relu", "analytic"), "the generic case needs an O(a)+N σ")
+    return family
+
+
+def _weights(block: dict[str, Any], layers: modular.Layers | None) -> modular.Layers:
+    """The exact weights: embedded in the document, else as read from the named files."""
     if isinstance(block["layers"], list):  # embedded (a block routed here by its cost)
         layers = _embedded(block)
     require(layers is not None, "the block's weights are not embedded: the checker reads them "
@@ -477,11 +510,25 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     assert layers is not None
     require(len(layers) == 1 and layers[0]["up"].shape == (block["width"], block["dim"]),
             "the weights read are not one width × dim 'up'")
+    return layers
+
+
+def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
+                      layers: modular.Layers | None) -> None:
+    family = _require_generic_case(block)
+    # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
+    # key count is issued (and checked) for a ≠ 0 only
+    require((not block.get("bias") and cert["kind"] == "modular functional") or family[1] != 0,
+            f"{cert['kind']} needs a != 0 here")
+    layers = _weights(block, layers)
     from .files import FileError
 
     try:
         if cert["kind"] == "key count":
             modular.check_key_count(width, layers, cert)
+        elif cert["kind"] == unique_subset.KIND:
+            unique_subset.check_refutation([list(r) for r in exact.skip_rows(block)], width,
+                                           layers, cert, family[1])
         else:
             modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert,
                           family[1])
@@ -515,7 +562,7 @@ def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
     else:
         require(cert["below"] is None, "nothing lies below width 1")
     require(int(cert["above"]["width"]) == hi, "the witness is not at the upper bound")
-    absorbable(block, hi, cert["above"])
+    absorbable(block, hi, cert["above"], weights.get(claim["block"]))
     return Verdict("valid", f"unknown outcome; verified bounds {lo} <= min width <= {hi}")
 
 
@@ -813,7 +860,7 @@ def min_width(block: dict[str, Any], cert: dict[str, Any],
                 "min width none needs a never-proof")
         return None
     value = int(cert["width"])
-    absorbable(block, value, cert["witness"])
+    absorbable(block, value, cert["witness"], layers)
     if value > 1:
         require(cert["below"] is not None, "no refutation below the minimal width")
         _refutation(block, value - 1, cert["below"], layers)
@@ -838,12 +885,17 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) 
     equal = form_l == form_r
     if not equal and (forms.constant_keys(form_l[1], left["dim"])
                       or forms.constant_keys(form_r[1], right["dim"])):
-        # σ(β) kept formally: different formal constants may be equal numbers
+        # σ(β) kept formally: different formal constants may be equal numbers, so when
+        # nothing else differs an enclosure must show some entry of the difference ≠ 0
         def bare(form: tuple[Any, ...], dim: int) -> tuple[Any, ...]:
             return form[0], {k: v for k, v in form[1].items() if any(k[:dim])}
 
-        require(bare(form_l, left["dim"]) != bare(form_r, right["dim"]),
-                "the forms differ only in constants σ(β) compared formally")
+        if bare(form_l, left["dim"]) == bare(form_r, right["dim"]):
+            gap = [symbolic.add(x, y, Fraction(-1)) for x, y in
+                   zip(forms.constant(form_l, left["activation"]),
+                       forms.constant(form_r, right["activation"]), strict=True)]
+            require(any(symbolic.sign(g) not in (0, None) for g in gap),
+                    "the forms differ only in constants σ(β) not proved different")
     require(equal == bool(cert["equal"]), "the stored verdict disagrees with the forms")
     require(cert["left"] == forms.as_json(fam_l, *form_l)
             and cert["right"] == forms.as_json(fam_r, *form_r),

@@ -29,6 +29,7 @@ from .. import linalg
 from ..activations import Activation
 from ..model import Block, Layer
 from ..properties import properties
+from ..symbolic import Symbolic, linear_part, sigma_at
 
 Vec = tuple[Fraction, ...]
 
@@ -90,12 +91,15 @@ class CanonicalForm:
     offsets: tuple[Fraction, ...] | None = None
     gamma: Vec | None = None
     # §8.1 constant neurons d·σ(β) whose σ(β) is not rational (silu, gelu: σ(1)), kept
-    # formally as (β, Σ d) sorted by β: they only enter the constant, never the search.
+    # formally as (β, Σ d) sorted by β: they only enter the constant, never the search; a
+    # witness holds them in its output bias c′ as the exact symbolic Σ d σ(β).
     constants: tuple[tuple[Fraction, Vec], ...] = ()
     # The sign of α for the first neuron on each key (u = α ū): the block's own orientation.
     # Not part of the form (equal functions may differ in it); the width search hands it to
     # the dense-regime LLL search as a reference (a planted J flips few keys from it).
     signs: tuple[int, ...] | None = field(default=None, compare=False)
+    # σ itself (activations.Scalar), for the values σ(β) of `constants` (a witness's c′).
+    scalar: Any = field(default=None, compare=False)
 
     @property
     def p(self) -> int:
@@ -107,6 +111,16 @@ class CanonicalForm:
 
     def offset(self, n: int) -> Fraction:
         return self.offsets[n] if self.offsets is not None else Fraction(0)
+
+    def constant(self) -> list[Any]:
+        """The constant γ + Σ_β v_β σ(β) entry by entry, exactly (σ(β) symbolic where it is
+        not rational: `symbolic.sigma_at`); a biased form only."""
+        assert self.gamma is not None
+        out: list[Any] = list(self.gamma)
+        for beta, v in self.constants:
+            value = sigma_at(self.scalar, beta)
+            out = [c + x * value if x else c for c, x in zip(out, v, strict=True)]
+        return out
 
     def index(self) -> dict[tuple[Vec, Fraction], int]:
         """(ū, β̄) ↦ key number (β̄ = 0 in a bias-free form)."""
@@ -137,24 +151,27 @@ class CanonicalForm:
 
 
 class NotRational(ValueError):
-    """A constant neuron σ(β) with β ≠ 0 and σ not rational on Q: γ is not exact."""
+    """A constant that the form cannot hold: σ(β) of a σ that is not rational on Q (without
+    `symbolic`), or an output bias with other symbolic terms than σ(β) of the block's σ."""
 
 
 def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
-                  biased: bool = False, sigma: Any = None, symbolic: bool = False
+                  biased: bool = False, scalar: Any = None, symbolic: bool = False
                   ) -> CanonicalForm:
     """The canonical form of `x ↦ Sx + D σ(U x + b) + c`; `biased` (or a layer with biases)
-    gives the §8.1 form, zero biases where the layer has none. `sigma`: σ exact on Q, for
-    constant neurons (None: only σ(0) = 0 is known; else NotRational, or with `symbolic`
-    the neuron kept formally in `constants`)."""
+    gives the §8.1 form, zero biases where the layer has none. `scalar`: σ, for constant
+    neurons σ(β) (None: only σ(0) = 0 is known; NotRational for any other). A σ(β) that is
+    not rational (silu, gelu: `symbolic.atom`) needs `symbolic`: then it is kept formally
+    in `constants`, and so is each term `c·σ(β)` of a symbolic output bias c (docs/rules.md
+    §8.1 "Symbolic constants"), so that a witness whose c′ holds Σ dᵢσ(βᵢ) has the same form
+    as the block with those constant neurons."""
     up, down = layer.up.rows, layer.down.rows
     lam = linalg.add(skip_rows, linalg.matmul(down, up), ridge_.a)
     biased = biased or layer.up_bias is not None
     zero = Fraction(0)
     b_up = layer.up_bias or (zero,) * len(up)
-    gamma = list(layer.down_bias or (zero,) * dim)
+    gamma: list[Any] = list(layer.down_bias or (zero,) * dim)
     sums: dict[tuple[Vec, Fraction], list[Fraction]] = {}
-    formal: dict[Fraction, list[Fraction]] = {}
     signs: dict[tuple[Vec, Fraction], int] = {}
     for i, u in enumerate(up):
         d = layer.down.column(i)
@@ -162,12 +179,9 @@ def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
             continue
         if not any(u):  # a constant neuron d_i σ(β_i) (§8.1)
             if b_up[i] != 0:
-                if sigma is not None:
-                    _accumulate(gamma, d, sigma(b_up[i]))
-                elif symbolic:
-                    _accumulate(formal.setdefault(b_up[i], [zero] * dim), d, Fraction(1))
-                else:
+                if scalar is None:
                     raise NotRational(f"neuron {i + 1} is the constant σ({b_up[i]})")
+                _accumulate(gamma, d, sigma_at(scalar, b_up[i]))
             continue
         key, alpha = normalise(u, ridge_.family)
         _accumulate(gamma, d, ridge_.a * b_up[i])  # σ(ℓ) = a·ℓ + e(ℓ): a·d_i·β_i
@@ -178,10 +192,30 @@ def form_of_layer(ridge_: Ridge, dim: int, skip_rows: linalg.Rows, layer: Layer,
     keys = tuple((u, v) for (u, _), v in found)
     orientation = tuple(signs[k] for k, _ in found)
     if not biased:
-        return CanonicalForm(ridge_, dim, lam, keys, signs=orientation)
+        return CanonicalForm(ridge_, dim, lam, keys, signs=orientation, scalar=scalar)
+    rational, formal = _split(gamma, scalar, symbolic)
     constants = tuple((beta, tuple(v)) for beta, v in sorted(formal.items()) if any(v))
     return CanonicalForm(ridge_, dim, lam, keys, tuple(beta for (_, beta), _ in found),
-                         tuple(gamma), constants, signs=orientation)
+                         rational, constants, signs=orientation, scalar=scalar)
+
+
+def _split(gamma: list[Any], scalar: Any, symbolic: bool
+           ) -> tuple[Vec, dict[Fraction, list[Fraction]]]:
+    """γ = r + Σ_β v_β σ(β) entry by entry: (r, {β: v_β}); NotRational when an entry has
+    another term, or any σ(β) without `symbolic`."""
+    formal: dict[Fraction, list[Fraction]] = {}
+    rational = []
+    for r, value in enumerate(gamma):
+        if not isinstance(value, Symbolic):
+            rational.append(Fraction(value))
+            continue
+        part = linear_part(value, scalar.kind) if scalar is not None else None
+        if part is None or not symbolic:
+            raise NotRational(f"the constant {value} is not rational")
+        rational.append(part[0])
+        for beta, c in part[1].items():
+            formal.setdefault(beta, [Fraction(0)] * len(gamma))[r] += c
+    return tuple(rational), formal
 
 
 def _accumulate(acc: list[Fraction], d: Sequence[Fraction], weight: Fraction) -> None:
@@ -198,9 +232,8 @@ def canonical_form(block: Block, biased: bool = False,
     found = ridge(block.activation)
     if found is None or block.depth != 1 or block.layers is None:
         return None
-    sigma = block.activation.scalar.exact if block.activation.is_rational else None
     try:
         return form_of_layer(found, block.dim, block.skip.rows(), block.layers[0],
-                             biased or block.biased, sigma, symbolic)
+                             biased or block.biased, block.activation.scalar, symbolic)
     except NotRational:
         return None

@@ -22,7 +22,7 @@ WIDTH_METHOD = "§4 canonical form + width search"
 MAX_EXACT_WEIGHTS = 250_000  # beyond this, only rules that read no weight are tried
 # The §4 width search works on m terms of d² entries each (the subset system); beyond this
 # many entries the large-block rules (O(m·d) residues and one (m+1)-determinant mod p, which
-# decide the generic case at width m, key counts below and spare pairs above) are tried
+# decide the generic case at width m, key counts below, doubles and spare pairs above) are tried
 # first, and the exact search only when they leave the width open (issue 19, F3).
 MAX_EXACT_COST = 100_000
 
@@ -39,9 +39,9 @@ def too_large(block: Block) -> str:
     if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
         return ""
     return (f"the block has {n} weights; exact decisions other than the never-rules and the "
-            f"large-block bounds (key count, modular functional, spare pairs: docs/rules.md "
-            f"§4, §7) are limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the "
-            "claim about the family (drop the weights)")
+            "large-block bounds (key count, modular functional, spare pairs, doubles: "
+            f"docs/rules.md §4, §7) are limited to {MAX_EXACT_WEIGHTS}: decide a smaller "
+            "block, or state the claim about the family (drop the weights)")
 
 
 def costly(block: Block) -> bool:
@@ -106,23 +106,11 @@ def ridge_width(cf: CanonicalForm, block: Block, size: int) -> Decision:
     # Absorbable at w implies absorbable at every w' >= w (zero neurons): at or above the
     # bound (<= m + 2 rank S) no search is needed.
     found = width.Search(choice=bound) if bound.cost <= size else width.search(cf, size, own)
-    kept = len(cf.constants)
-    if found.choice is not None and found.choice.cost + kept > size >= max(cf.p, 1) + kept:
-        # §8.1: constants are free through c′, but a constant neuron whose σ(β) is not
-        # rational is kept as a neuron (an exact witness has a rational c′): look for a
-        # choice that leaves room for them
-        narrower = width.search(cf, size - kept, own)
-        if narrower.choice is not None:
-            found = narrower
     if found.choice is not None:
-        if found.choice.cost + kept > size:
-            return undecided(f"absorbable at width {size} by §8.1 (constants are free through "
-                             f"the output bias), but the output bias would hold the irrational "
-                             f"σ(β) of {kept} constant neuron(s); an exact witness keeps them "
-                             f"as neurons, which needs width {found.choice.cost + kept}")
         # The witness keeps at most max(m, cost) neurons: the checker accepts a witness
-        # narrower than the width asked, so a huge width costs nothing.
-        narrow = min(size, max(block.width, found.choice.cost + kept))
+        # narrower than the width asked, so a huge width costs nothing. §8.1 constant
+        # neurons with an irrational σ(β) cost none: c′ holds Σ d σ(β) exactly (symbolic).
+        narrow = min(size, max(block.width, found.choice.cost))
         layer = width.build(cf, found.choice, narrow)
         return Decision(True, WIDTH_METHOD,
                         width.witness_certificate(cf, found.choice, layer, narrow),
@@ -295,10 +283,10 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
     if block.biased and biased_keys(block) is None:  # §8.1 below
         if large.construction(block) is None:
             return MinWidth(False, reason=BIASED)
-        bounded = large_minimal_width(block)  # §8: 1 <= min width <= the construction's
+        bounded = construction_minimal_width(block)  # §8.2 at m below, §8 above
         if known is not None and not known[1] and bounded.bounds is not None:
             lo, hi = max(bounded.bounds[0], known[0] + 1), bounded.bounds[1]  # refuted at w
-            if lo < hi:  # the stored certificate proves the wider bounds only: drop it
+            if lo > bounded.bounds[0] and lo < hi:  # the certificate proves wider bounds: drop it
                 return replace(bounded, certificate=None, bounds=(lo, hi),
                                reason=f"min width is between {lo} and {hi}")
         return bounded
@@ -316,7 +304,7 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
                 return MinWidth(False, reason=f"min width is between {lo} and {hi}; width "
                                               f"search incomplete: {found.incomplete}",
                                 bounds=(lo, hi))
-            return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD, len(cf.constants))
+            return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD)
     return MinWidth(False, reason=f"no rule gives the minimal width of {block.activation} "
                                   f"blocks of depth {block.depth}")
 
@@ -330,49 +318,69 @@ def _bounded(block: Block, cf: CanonicalForm, upper: int, stall: int,
         size, absorbable = known
         lo, hi = (lo, min(hi, size)) if absorbable else (max(lo, size + 1), hi)
     if lo >= hi:
-        return _bracket(block, hi, WIDTH_METHOD, len(cf.constants))
+        return _bracket(block, hi, WIDTH_METHOD)
     return MinWidth(False, reason=f"min width is between {lo} and {hi} (no width search: from "
                                   f"width {stall} on it would walk 2^{cf.p} sign vectors)",
                     bounds=(lo, hi))
+
+
+FLIPS_AND_CONSTRUCTION = "§8.2 flip sets + §8 constructions"
+
+
+def construction_minimal_width(block: Block) -> MinWidth:
+    """Small biased blocks with a §8 construction (gated, relu², square: docs/rules.md §8):
+    the construction above (m + rank S, m + 2 or 4·rank S); below, the §8.2 flip sets at the
+    block's own width m — refuted there, the block is refuted at every w ≤ m too (a witness
+    at w is one at m with zero neurons), so min width ≥ m + 1; absorbable there, min width
+    ≤ m. Decided when the bounds meet (rank S = 1 and a refutation at m: min width m + 1)."""
+    found = large.bounds(block)
+    lo, hi, below, above = found.lo, found.hi, found.below, found.above
+    own = flips.decide(block, block.width)
+    if own is not None and own.absorbable is False:
+        lo, below = block.width + 1, own.certificate
+    elif own is not None and own.absorbable is True and block.width < hi:
+        assert own.certificate is not None
+        hi, above = block.width, own.certificate
+    if own is None or own.absorbable is None:
+        method, how = large.METHOD_GATED, "a construction above; no lower-bound rule here"
+    else:
+        method, how = FLIPS_AND_CONSTRUCTION, ("§8.2 flip sets at the own width below, a §8 "
+                                               "construction above")
+    if lo == hi:
+        return MinWidth(True, hi, method, {"kind": "minimal width", "width": hi,
+                                           "witness": above, "below": below})
+    return MinWidth(False, method=method,
+                    certificate=large.bounds_certificate(large.Bounds(lo, hi, below, above)),
+                    reason=f"min width is between {lo} and {hi} ({how})", bounds=(lo, hi))
 
 
 def large_minimal_width(block: Block) -> MinWidth:
     """Large blocks: the proved bounds lo ≤ min width ≤ hi (`large.bounds`); decided when
     they meet, else unknown with both bounds certified."""
     found = large.bounds(block)
-    method = large.METHOD if large.applies(block) else large.METHOD_GATED
+    method = large.construction_method(found.above)
     if found.lo == found.hi:
         return MinWidth(True, found.hi, method, {
             "kind": "minimal width", "width": found.hi, "witness": found.above,
             "below": found.below})
+    above = "doubles" if method == large.METHOD_DOUBLES else "spare pairs"
     return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
                     reason=f"min width is between {found.lo} and {found.hi} ("
-                           + ("large block: live-key count or modular functional below, spare "
-                              "pairs above)"
+                           + ("large block: live-key count, modular functional or "
+                              f"unique solution below, {above} above)"
                               if large.applies(block) else
                               "a construction above; no lower-bound rule for this activation)"),
                     bounds=(found.lo, found.hi))
 
 
-def _bracket(block: Block, value: int, method: str, kept: int = 0) -> MinWidth:
-    """Certify `value`: a witness at it and a refutation at value − 1 (if value > 1).
-    kept: §8.1 constant neurons with an irrational σ(β); the min width is still `value`
-    (constants are free through the output bias), but an exact witness keeps them as
-    neurons, so only the bounds value ≤ min width ≤ value + kept are certified."""
+def _bracket(block: Block, value: int, method: str) -> MinWidth:
+    """Certify `value`: a witness at it and a refutation at value − 1 (if value > 1)."""
     below = at_width(block, value - 1) if value > 1 else None
     if below is not None and below.absorbable is not False:
         return MinWidth(False, reason=f"width {value - 1} undecided: {below.reason}")
-    above = at_width(block, value + kept)
+    above = at_width(block, value)
     if above.absorbable is not True:
-        return MinWidth(False, reason=f"internal inconsistency at width {value + kept}")
-    if kept:
-        reason = (f"min width is {value} by §8.1 (constants are free through the output bias), "
-                  f"but an exact witness keeps {kept} constant neuron(s) with an irrational "
-                  f"σ(β): min width is between {value} and {value + kept}")
-        return MinWidth(False, method=method, reason=reason, bounds=(value, value + kept),
-                        certificate={"kind": "minimal width bounds", "lower": value,
-                                     "upper": value + kept, "above": above.certificate,
-                                     "below": below.certificate if below else None})
+        return MinWidth(False, reason=f"internal inconsistency at width {value}")
     return MinWidth(True, value, method, {
         "kind": "minimal width", "width": value, "witness": above.certificate,
         "below": below.certificate if below else None})

@@ -3,6 +3,11 @@
 Forms compare when the two activations share their even part e up to normalisation (any two
 relu-family activations; the same analytic σ), or when either block is linear (no keys): the
 ridge functions of distinct keys are independent of each other and of linear maps.
+
+With biases (§8.1) the constants γ + Σ v σ(β) compare exactly (`symbolic`): formally equal
+constants are equal; formally different ones count as different only when an arb enclosure
+of some entry's difference excludes 0 (silu(2) is a rational function of silu(1), so a formal
+difference alone proves nothing); otherwise the claim stays unknown.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import certificates as cert
-from .. import linalg
+from .. import linalg, symbolic
 from ..model import Block
 from . import linear, points
 from .canonical import CanonicalForm, canonical_form
@@ -35,7 +40,7 @@ def _form(block: Block, biased: bool) -> tuple[CanonicalForm | None, linalg.Rows
     a = linear.slope(block)
     if a is not None:
         return (None, None) if biased else (None, linear.lam(block, a))  # §8.1: not linear
-    return canonical_form(block, biased), None
+    return canonical_form(block, biased, symbolic=True), None
 
 
 def decide(left: Block, right: Block) -> Equality:
@@ -43,8 +48,7 @@ def decide(left: Block, right: Block) -> Equality:
     cf_l, lin_l = _form(left, biased)
     cf_r, lin_r = _form(right, biased)
     if biased and (cf_l is None or cf_r is None):
-        return Equality(None, reason=BIASED + ": §8.1 compares depth-1 O(a)+N blocks whose "
-                                              "constant neurons are exact")
+        return Equality(None, reason=BIASED + ": §8.1 compares depth-1 O(a)+N blocks")
     if (cf_l is None and lin_l is None) or (cf_r is None and lin_r is None):
         return Equality(None, reason="canonical forms cover depth-1 blocks with O(a)+N or "
                                      "linear activations only")
@@ -58,7 +62,14 @@ def decide(left: Block, right: Block) -> Equality:
     equal = lam_l == lam_r and keys_l == keys_r
     if biased:
         assert cf_l is not None and cf_r is not None
-        equal = equal and (cf_l.offsets, cf_l.gamma) == (cf_r.offsets, cf_r.gamma)
+        equal = equal and cf_l.offsets == cf_r.offsets
+        if equal and (cf_l.gamma, cf_l.constants) != (cf_r.gamma, cf_r.constants):
+            # only the constants differ, formally: different numbers only if proved so
+            if not any(symbolic.nonzero(x - y) for x, y in
+                       zip(cf_l.constant(), cf_r.constant(), strict=True)):
+                return Equality(None, reason="the canonical forms differ only in constants "
+                                             "σ(β) that are not proved different")
+            equal = False
     certificate = {"kind": "canonical forms", "equal": equal,
                    "left": _json(cf_l, lam_l), "right": _json(cf_r, lam_r)}
     if not equal:

@@ -20,7 +20,7 @@ any J that solves the system; the refutation also needs the keys distinct and al
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from .. import certificates as cert
@@ -178,14 +178,20 @@ def flipped(layer: Layer, rule: Rule, flips: set[int]) -> Layer:
 
 
 def decide(block: Block, size: int) -> Decision | None:
-    """§8.2 at width `size` ≥ m (a witness at m is one at any larger width); None when the
-    activation is not a §8.2 row, so the caller keeps its own answer."""
+    """§8.2 at width `size` ≥ m (a witness at m is one at any larger width), and below m when
+    m is refuted (a witness at w < m would be one at m, zero neurons added: the refutation
+    at m, which states width m, refutes every narrower width); None when the activation is
+    not a §8.2 row, so the caller keeps its own answer."""
     rule = rule_for(block)
     if rule is None or block.layers is None:
         return None
     if block.depth != 1:
         return undecided("§8.2 flip sets decide biased blocks of depth 1 only")
     if size < block.width:
+        own = decide(block, block.width)
+        if own is not None and own.absorbable is False:
+            return replace(own, detail=f"not absorbable at its width {block.width}, hence "
+                                       f"at none narrower")
         return undecided(f"§8.2 decides biased {block.activation} blocks at their own width; "
                          "narrower widths need the generic engine")
     why = generic_reason(block, rule)

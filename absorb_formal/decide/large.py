@@ -19,11 +19,19 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
   S = S[:,C]·S[R,C]⁻¹·S[R,:] with |C| = rank S. So the block is absorbable at width
   m + 2·rank S, the bound of §4. The certificate names the construction, C (and R); the
   checker re-derives the lemma and the skeleton identity.
+- Above, cheaper when d < 2·rank S: doubles (§4: a key carrying two neurons adds any c ūᵀ).
+  For any neuron i, (d_i − w)σ(ℓ_i) + w σ(−ℓ_i) = d_i σ(ℓ_i) − 2a w ℓ_i (O(a)): moving w off
+  its down column onto one new neuron (up −u_i, bias −β_i) adds −2a w u_iᵀ to the linear
+  part and a constant, which the down bias absorbs. With d neurons Δ whose rows U_Δ are
+  independent, W = −S U_Δ⁻¹/(2a) gives −2a W U_Δ = S: width m + d. The certificate names Δ,
+  a prime p < 2^21 and det U_Δ mod p (non-zero: U_Δ is invertible over Q), no weights; the
+  checker recomputes the determinant from its own reading of U.
 - Gated blocks with biases (docs/rules.md §8, "linear neurons"): a neuron with gate row 0 and gate
-  bias γ computes σ(γ)·(u·x + β). When σ(γ) is rational and ≠ 0 (reglu, bilinear: γ = 1;
-  glu: γ = 0, σ(0) = 1/2), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x) per
-  rank-one term absorb the block at width m + rank S. swiglu and geglu have no rational
-  σ(γ) ≠ 0 at a rational γ: unknown. No lower bound is proved for gated blocks (lo = 1).
+  bias γ computes σ(γ)·(u·x + β). With σ(γ) ≠ 0 (reglu, bilinear: γ = 1; glu: γ = 0,
+  σ(0) = 1/2; swiglu, geglu: γ = 1 and the symbolic σ(1) = silu(1), gelu(1), docs/rules.md
+  §8 "Symbolic constants"), the own neurons plus one linear neuron p_k/σ(γ)·σ(γ)(q_k·x)
+  per rank-one term absorb the block at width m + rank S. Below it, only the own-width flip
+  sets (§8.2, concrete.py) bound the min width.
 - relu² and square with biases (docs/rules.md §8): σ(z) + σ(−z) = v z² (v = 1, 2), so
   p·ℓ = p/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) − σ(−ℓ+1)) with ℓ = q·x: four neurons per
   rank-one term, width m + 4·rank S. No lower bound (lo = 1).
@@ -41,30 +49,47 @@ from typing import Any
 
 import numpy as np
 
+from .. import exactarray, symbolic
 from ..model import Block, Layer, Matrix
 from ..properties import properties
-from . import modular
+from . import modular, unique_subset
 from .canonical import ridge
 from .decision import Decision, undecided
 
 PRIME = modular.PRIME  # one prime for keys and minor: the checker reads both from it
 METHOD = "§4 key count + spare pairs (large block)"
+METHOD_DOUBLES = "§4 key count + doubles (large block)"
 CONSTRUCTION = "own neurons + spare pairs"
+DOUBLES = "own neurons + doubles"
+DOUBLES_PRIME = modular.MINOR_PRIMES[0]  # below 2^21: det U_Δ by checker/modlu.py's exact LU
+# W = −S U_Δ⁻¹/(2a) is built exactly (python-flint) only up to this d: its entries have about
+# d times the bits of a weight (d = 768: gigabytes). Beyond it, export writes spare pairs.
+EXACT_DOUBLES = 160
 LINEAR = "own neurons + linear neurons"
 QUADRUPLES = "own neurons + square quadruples"
 SQUARE_PAIRS = "own neurons + square pairs"
 METHOD_GATED = "§8 linear neurons / square quadruples"  # any size: see concrete.py
 
 
-def gate_constant(block: Block) -> tuple[Fraction, Fraction] | None:
-    """(γ, σ(γ)) with σ(γ) rational and ≠ 0, for a biased depth-1 gated block; else None."""
+def gate_constant(block: Block) -> tuple[Fraction, symbolic.Number] | None:
+    """(γ, σ(γ)) with σ(γ) ≠ 0 proved, for a biased depth-1 gated block; else None. σ(γ) is
+    rational (reglu, bilinear: γ = 1; glu: γ = 0, σ(0) = 1/2) or, for a σ irrational on
+    Q \\ {0} with σ(0) = 0 (swiglu, geglu), the symbolic σ(1) (`symbolic.atom`, its sign
+    proved by an arb enclosure)."""
     if (not block.activation.gated or not block.biased or block.depth != 1
             or block.layers is None):
         return None
-    if block.activation.is_rational and block.activation.scalar.exact(Fraction(1)) != 0:
-        return Fraction(1), block.activation.scalar.exact(Fraction(1))
+    scalar = block.activation.scalar
+    if scalar.is_rational:
+        at_one = scalar.exact(Fraction(1))
+        return (Fraction(1), at_one) if at_one != 0 else None
     at_zero = properties(block.activation).sigma_at_zero
-    return (Fraction(0), at_zero) if at_zero else None
+    if at_zero:
+        return Fraction(0), at_zero
+    if scalar.kind not in symbolic.KINDS:
+        return None
+    at_one = symbolic.atom(scalar.kind, Fraction(1))
+    return (Fraction(1), at_one) if symbolic.nonzero(at_one) else None
 
 
 def square_constant(block: Block) -> Fraction | None:
@@ -210,7 +235,81 @@ def rank_one_terms(block: Block) -> list[tuple[list[Fraction], list[Fraction]]]:
 
 
 def upper_bound(block: Block) -> int:
+    """The spare-pair construction's width, m + 2·rank S."""
     return block.width + 2 * len(factorisation(block).columns)
+
+
+def doubles_width(block: Block) -> int | None:
+    """m + d when doubles would be narrower than spare pairs (d < 2·rank S, m ≥ d), else None
+    (reads only shapes and S)."""
+    m, d = block.width, block.dim
+    if not applies(block) or m < d or d >= 2 * len(factorisation(block).columns):
+        return None
+    return m + d
+
+
+@dataclass(frozen=True)
+class Doubles:
+    """d neurons whose rows of U are independent: det U_Δ ≡ det ≠ 0 mod prime."""
+
+    neurons: list[int]
+    prime: int
+    det: int
+
+
+def find_doubles(up: Matrix, p: int = DOUBLES_PRIME) -> Doubles | None:
+    """The first d rows of U independent mod p: rows 0..d−1 when their determinant is not 0
+    mod p (one LU of order d), else the pivot rows of Uᵀ (one LU of d × m). None when U has
+    rank < d mod p (then, most likely, over Q too) or p divides a denominator."""
+    m, d = up.shape
+    if m < d:
+        return None
+    lu = modular.modlu()
+    first = up.residues(range(d), range(d), p)
+    if first is None:
+        return None
+    det = lu.det_mod(first, p)
+    if det:
+        return Doubles(list(range(d)), p, det)
+    whole = up.residues(range(m), range(d), p)
+    assert whole is not None  # its first rows had residues
+    rows = lu.pivot_columns(whole.T, p)
+    if len(rows) < d:
+        return None
+    det = lu.det_mod(whole[rows], p)
+    assert det, "pivot rows mod p have a non-zero determinant mod p"
+    return Doubles(rows, p, det)
+
+
+def doubles_certificate(block: Block, found: Doubles) -> dict[str, Any]:
+    ridge_ = ridge(block.activation)
+    assert ridge_ is not None
+    return {"kind": "witness", "check": DOUBLES, "width": block.width + len(found.neurons),
+            "a": str(ridge_.a), "neurons": found.neurons, "prime": found.prime,
+            "det_mod_p": found.det,
+            "argument": "the block's own neurons, up and down biases kept, except that each "
+                        "listed neuron i gives w_i of its down column to one new neuron with up "
+                        "row -u_i and up bias -b_i: (d_i - w_i) sigma(l_i) + w_i sigma(-l_i) = "
+                        "d_i sigma(l_i) - 2a w_i l_i (lemma O(a)); the listed rows U_D of U "
+                        "have det U_D = det_mod_p != 0 mod prime, so W = -S U_D^-1/(2a) "
+                        "exists and -2a W U_D = S; the constant S U_D^-1 b_D moves into the "
+                        "down bias"}
+
+
+def narrowest(block: Block) -> tuple[int, dict[str, Any]]:
+    """(width, certificate) of the narrowest construction proved for an O(a)+N block: doubles
+    at m + d when d < 2·rank S and d rows of U are independent mod p, else spare pairs."""
+    if doubles_width(block) is not None:
+        found = _doubles(block)
+        if found is not None:
+            return block.width + len(found.neurons), doubles_certificate(block, found)
+    return upper_bound(block), spare_certificate(block)
+
+
+def construction_method(certificate: dict[str, Any]) -> str:
+    """The method a large construction's certificate is printed under."""
+    return {CONSTRUCTION: METHOD, DOUBLES: METHOD_DOUBLES}.get(certificate.get("check", ""),
+                                                               METHOD_GATED)
 
 
 def _construction_certificate(block: Block, check: str, per_term: int,
@@ -230,7 +329,7 @@ def linear_certificate(block: Block) -> dict[str, Any]:
     gamma = gate_constant(block)
     assert gamma is not None
     return _construction_certificate(
-        block, LINEAR, 1, gamma=str(gamma[0]), sigma_gamma=str(gamma[1]),
+        block, LINEAR, 1, gamma=str(gamma[0]), sigma_gamma=symbolic.text(gamma[1]),
         argument="the block's own neurons, biases unchanged, plus for each rank-one term "
                  "p q^T of S a linear neuron: gate row 0, gate bias gamma, up row q, up "
                  "bias 0, down p/sigma(gamma); factorisation as for spare pairs")
@@ -277,13 +376,24 @@ def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
                         "needing its own neuron (docs/rules.md §4: p + |Δ| + 2k ≤ m′)"}
 
 
-def added_neurons(block: Block) -> dict[str, np.ndarray]:
-    """The neurons the construction adds to the block's own (docs/rules.md §4 spare pairs, §8
-    linear neurons or square quadruples), as exact object arrays of Fractions: "up" (k×d),
-    "down" (d×k), and "up_bias", "gate", "gate_bias" (k, k×d, k) where the witness has them.
-    The own neurons are kept as they are (`own_layer`), so a large witness never converts
-    the block's weights."""
+class TooWide(Exception):
+    """The doubles witness is not built exactly beyond EXACT_DOUBLES (its certificate, which
+    stores no weights, is unaffected)."""
+
+
+def added_neurons(block: Block, certificate: dict[str, Any] | None = None
+                  ) -> dict[str, np.ndarray]:
+    """The neurons the construction adds to the block's own (docs/rules.md §4 spare pairs or
+    doubles, §8 linear neurons or square quadruples), as exact object arrays of Fractions:
+    "up" (k×d), "down" (d×k), and "up_bias", "gate", "gate_bias" (k, k×d, k) where the
+    witness has them. The own neurons are kept as they are, so a large witness never converts
+    the block's weights — except for doubles (`certificate` with check DOUBLES; None: the
+    block's `construction`), which also change some own down columns and the down bias:
+    "columns" (the own neurons changed, an int array), "own_down" (d × k, their new down
+    columns) and "down_bias" (d, the new down bias; only when the block has biases)."""
     assert block.layers is not None
+    if certificate is not None and certificate.get("check") == DOUBLES:
+        return _doubled(block, [int(i) for i in certificate["neurons"]])
     layer, d = block.layers[0], block.dim
     terms = rank_one_terms(block)
     zero = Fraction(0)
@@ -323,6 +433,46 @@ def added_neurons(block: Block) -> dict[str, np.ndarray]:
     return out
 
 
+def _doubled(block: Block, neurons: list[int]) -> dict[str, np.ndarray]:
+    """Doubles on `neurons` (U_Δ invertible): W = −S U_Δ⁻¹/(2a), solved exactly over Q
+    (python-flint); new neurons (−u_i, −β_i, w_i); own columns d_i − w_i; down bias
+    c + 2a·W β_Δ (= c − S U_Δ⁻¹ β_Δ)."""
+    assert block.layers is not None
+    layer, d, k = block.layers[0], block.dim, len(neurons)
+    if k > EXACT_DOUBLES:
+        raise TooWide(f"the doubles witness needs W = -S U^-1/(2a) for a {k}×{k} matrix U of "
+                      f"the block's rows, built exactly only up to {EXACT_DOUBLES}")
+    ridge_ = ridge(block.activation)
+    assert ridge_ is not None
+    a = ridge_.a
+    ups = _exact_rows(layer.up, neurons)
+    target = _fmpq([[-v / (2 * a) for v in row] for row in zip(*block.skip.rows(), strict=True)])
+    solved = _fmpq(ups).transpose().solve(target)  # U_Δᵀ Wᵀ = −Sᵀ/(2a)
+    w = [[Fraction(int(solved[j, r].p), int(solved[j, r].q)) for j in range(k)]
+         for r in range(d)]  # d × k
+    own = [list(layer.down.exact_column(i)) for i in neurons]
+    betas = [layer.up_bias[i] if layer.up_bias is not None else Fraction(0) for i in neurons]
+    out = {"up": _object([_scaled(u, Fraction(-1)) for u in ups], (k, d)),
+           "down": _object(w, (d, k)),
+           "columns": np.array(neurons, dtype=np.int64),
+           "own_down": _object([[own[j][r] - w[r][j] for j in range(k)] for r in range(d)],
+                               (d, k))}
+    if layer.up_bias is not None:
+        out["up_bias"] = _object([-b for b in betas], (k,))
+    if layer.down_bias is not None:
+        out["down_bias"] = _object([c + 2 * a * sum((w[r][j] * betas[j] for j in range(k)),
+                                                     Fraction(0))
+                                    for r, c in enumerate(layer.down_bias)], (d,))
+    return out
+
+
+def _exact_rows(matrix: Matrix, rows: list[int]) -> list[list[Fraction]]:
+    """The listed rows exactly, without converting the rest of a loaded array."""
+    if matrix.loaded is not None:
+        return exactarray.fractions(matrix.loaded[rows])
+    return [list(matrix.rows[i]) for i in rows]
+
+
 def _scaled(vector: list[Fraction], factor: Fraction) -> list[Fraction]:
     """factor·vector; zero entries (most of them, for S = cI) skip Fraction arithmetic."""
     return [v * factor if v else v for v in vector]
@@ -335,14 +485,17 @@ def _object(values: list[Any], shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def witness_fields(block: Block, size: int | None = None) -> dict[str, np.ndarray]:
+def witness_fields(block: Block, size: int | None = None,
+                   certificate: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
     """The whole witness as exact object arrays of Fractions, by field name (up, down,
     gate, up_bias, gate_bias, down_bias), width max(size, the construction's): the own
-    neurons, then `added_neurons`, then zero neurons. Costs m′·d Fractions: small blocks and
-    tests; export rounds the own and added parts separately."""
+    neurons (doubles: some down columns and the down bias changed), then `added_neurons`,
+    then zero neurons. `certificate`: the construction's (None: the block's `construction`).
+    Costs m′·d Fractions: small blocks and tests; export rounds the own and added parts
+    separately."""
     assert block.layers is not None
     layer = block.layers[0]
-    added = added_neurons(block)
+    added = added_neurons(block, certificate)
     m, d = layer.up.shape
     k = added["up"].shape[0]
     width = max(size or 0, m + k)
@@ -357,6 +510,8 @@ def witness_fields(block: Block, size: int | None = None) -> dict[str, np.ndarra
             full[:m], full[m:m + k] = np.array(own.rows, dtype=object), extra
         else:
             full[:, :m], full[:, m:m + k] = np.array(own.rows, dtype=object), extra
+            if "columns" in added:  # doubles: the own columns that gave w_i away
+                full[:, added["columns"]] = added["own_down"]
         out[name] = full
     for name, own_bias in (("up_bias", layer.up_bias), ("gate_bias", layer.gate_bias)):
         if own_bias is None and name not in added:
@@ -367,14 +522,15 @@ def witness_fields(block: Block, size: int | None = None) -> dict[str, np.ndarra
             full[m:m + k] = added[name]
         out[name] = full
     if layer.down_bias is not None:
-        out["down_bias"] = np.array(list(layer.down_bias), dtype=object)
+        out["down_bias"] = added.get("down_bias", np.array(list(layer.down_bias), dtype=object))
     return out
 
 
-def witness_arrays(block: Block, size: int | None = None
+def witness_arrays(block: Block, size: int | None = None,
+                   certificate: dict[str, Any] | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(up, down, up_bias, down_bias) of `witness_fields` (ungated constructions)."""
-    f = witness_fields(block, size)
+    f = witness_fields(block, size, certificate)
     return f["up"], f["down"], f.get("up_bias"), f.get("down_bias")
 
 
@@ -391,9 +547,10 @@ def square_witness_arrays(block: Block, size: int | None = None
     return witness_arrays(block, size)
 
 
-def witness_layer(block: Block, size: int | None = None) -> Layer:
+def witness_layer(block: Block, size: int | None = None,
+                  certificate: dict[str, Any] | None = None) -> Layer:
     """`witness_fields` as a plain `Layer` (rows of Fractions; large: costs m′·d Fractions)."""
-    f = witness_fields(block, size)
+    f = witness_fields(block, size, certificate)
 
     def vector(name: str) -> tuple[Fraction, ...] | None:
         return None if name not in f else tuple(f[name].tolist())
@@ -413,6 +570,8 @@ class _Analysis:
     keys: KeyClasses | None
     own: Decision | None = None
     own_done: bool = False
+    doubles: Doubles | None = None  # `find_doubles` of U, once asked for
+    doubles_done: bool = False
 
 
 _RECENT: list[_Analysis] = []  # newest first
@@ -423,9 +582,20 @@ def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decisio
     """(residue-key classes, modular-functional refutation at width m or None; computed only when
     `own_width`). Several claims on one block, a query (its width, then its min width
     bounds) and repeated API calls on a block read again from the same files share this
-    work: the determinant is most of it. A block is the same as a remembered one when it is
-    that object, or when σ, S and the values of U and D are equal (compared exactly: the
-    residues and the minor depend on nothing else; biases never enter them)."""
+    work: the LU is most of it. A block is the same as a remembered one when it is
+    that object, or when σ, S, the values of U and D and the biases are equal (compared
+    exactly: the residues and the minor depend on nothing else, but the unique solution's
+    witness, `unique_subset.flipped`, carries the block's own biases)."""
+    found = _entry(block)
+    if own_width and not found.own_done:
+        found.own = _own_width(block, found.keys)
+        found.own_done = True
+    return found.keys, found.own
+
+
+def _entry(block: Block) -> _Analysis:
+    """The remembered analysis of this block (made, with its key classes, when new), moved
+    to the front."""
     found = next((a for a in _RECENT if a.block is block), None) or \
         next((a for a in _RECENT if _same_block(a.block, block)), None)
     if found is None:
@@ -436,11 +606,32 @@ def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decisio
         _RECENT.remove(found)
     _RECENT.insert(0, found)
     del _RECENT[RECENT:]
-    if own_width and not found.own_done:
-        keys = found.keys
-        found.own = None if keys is None else modular.decide(block, block.width, keys.distinct)
-        found.own_done = True
-    return found.keys, found.own
+    return found
+
+
+def _doubles(block: Block) -> Doubles | None:
+    """`find_doubles` of the block's U, computed once per block's values."""
+    found = _entry(block)
+    if not found.doubles_done:
+        assert block.layers is not None
+        found.doubles, found.doubles_done = find_doubles(block.layers[0].up), True
+    return found.doubles
+
+
+def _own_width(block: Block, keys: KeyClasses | None) -> Decision | None:
+    """The decision at width m: the modular functional refutes when S is separated from the
+    terms mod q; otherwise, with m distinct live keys, the unique solution mod q decides both ways
+    (`unique_subset`, docs/rules.md §4). None when neither applies."""
+    if keys is None:
+        return None
+    m, d = block.width, block.dim
+    both_ways = keys.distinct and keys.live == m and m <= d * d
+    # the unique solution decides both ways: then a zero minor is not retried (each retry
+    # costs one LU of order m + 1) but handed over at once
+    found = modular.decide(block, m, keys.distinct, retries=not both_ways)
+    if found is not None or not both_ways:
+        return found
+    return unique_subset.decide(block)
 
 
 def _same_block(a: Block, b: Block) -> bool:
@@ -449,7 +640,10 @@ def _same_block(a: Block, b: Block) -> bool:
         return False
     if (a.skip.matrix is None) != (b.skip.matrix is None) or a.skip.scale != b.skip.scale:
         return False
-    pairs = [(a.layers[0].up, b.layers[0].up), (a.layers[0].down, b.layers[0].down)]
+    mine, theirs = a.layers[0], b.layers[0]
+    if mine.up_bias != theirs.up_bias or mine.down_bias != theirs.down_bias:
+        return False  # the flip witness of one would carry the other's biases
+    pairs = [(mine.up, theirs.up), (mine.down, theirs.down)]
     if a.skip.matrix is not None and b.skip.matrix is not None:
         pairs.append((a.skip.matrix, b.skip.matrix))
     return all(_same_values(x, y) for x, y in pairs)
@@ -468,24 +662,37 @@ def _same_values(x: Matrix, y: Matrix) -> bool:
 
 def decide(block: Block, size: int) -> Decision:
     """Absorbable at width `size`: refuted below the live-key count (or at width m by the
-    modular functional), proved at m + 2·rank S and above, else undecided."""
+    modular functional), proved at m + 2·rank S and above (spare pairs) and, when
+    d < 2·rank S, at m + d and above (doubles), else undecided."""
     assert block.layers is not None and applies(block)
-    keys, own = _analysed(block, size == block.width)
+    # S = cI: hi is m + 2d at no cost; a matrix S needs its exact rank (rref), so the own
+    # width goes first there (it may decide every width ≥ m)
+    cheap = block.skip.matrix is None
+    keys, own = _analysed(block, block.width <= size
+                          and (not cheap or size < upper_bound(block)))
     if size == block.width and own is not None and own.absorbable is False:
         return own
+    if own is not None and own.absorbable is True and size >= block.width:
+        return own  # the witness has width m; zero neurons fill any wider width
     if keys is not None and size < keys.live:
         return Decision(False, METHOD, key_count_certificate(keys, size),
                         detail=f"{keys.live} live keys need {keys.live} neurons")
-    hi = upper_bound(block)
-    if size >= hi:
+    spare = upper_bound(block)
+    if size >= spare:  # spare pairs: nothing to compute, and the checker reads no weight
         return Decision(True, METHOD, spare_certificate(block),
-                        detail=f"the block's {block.width} neurons + {hi - block.width} in "
+                        detail=f"the block's {block.width} neurons + {spare - block.width} in "
                                "spare pairs")
+    hi, above = narrowest(block)
+    if size >= hi:
+        return Decision(True, METHOD_DOUBLES, above,
+                        detail=f"the block's {block.width} neurons, {hi - block.width} of them "
+                               "doubled")
     if size == block.width and own is not None:
         return own  # undecided, saying why (e.g. the minor does not fit in memory)
     lo = keys.live if keys is not None else 0
+    name = "doubles" if above["check"] == DOUBLES else "spare-pair"
     return undecided(f"a large block: width {size} lies between the live-key count {lo} and "
-                     f"the spare-pair construction's {hi} (docs/rules.md §4), where only the exact "
+                     f"the {name} construction's {hi} (docs/rules.md §4), where only the exact "
                      "width search (limited to small blocks) decides")
 
 
@@ -524,7 +731,11 @@ def bounds(block: Block) -> Bounds:
         lo, below = block.width + 1, own.certificate
     elif keys is not None and keys.live > 1:
         lo, below = keys.live, key_count_certificate(keys, keys.live - 1)
-    return Bounds(lo, upper_bound(block), below, spare_certificate(block))
+    if own is not None and own.absorbable is True:  # the flip witness at width m
+        assert own.certificate is not None
+        return Bounds(lo, block.width, below, own.certificate)
+    hi, above = narrowest(block)
+    return Bounds(lo, hi, below, above)
 
 
 def bounds_certificate(found: Bounds) -> dict[str, Any]:

@@ -66,10 +66,13 @@ def modlu() -> ModuleType:
     return found
 
 
-def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
+def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
+           ) -> Decision | None:
     """Not absorbable at the block's own width, by the modular-functional certificate, or None;
     undecided, saying why, when the minor would not fit in the memory left (never killed for
-    want of memory). `distinct_keys`: every row of U is non-zero and alone on its key."""
+    want of memory). `distinct_keys`: every row of U is non-zero and alone on its key.
+    `retries`: a minor singular mod the first prime is tried mod the next and on other grids
+    (else None at once: the caller has a test that decides both ways)."""
     found = ridge(block.activation)
     if (not distinct_keys or block.depth != 1 or size != block.width or block.layers is None
             or block.activation.gated or found is None):
@@ -84,9 +87,9 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
         return undecided(f"the modular-functional minor of order {m + 1} needs about "
                          f"{need / 2**30:.1f} GiB and {max(have, 0) / 2**30:.1f} GiB are "
                          "available: not attempted (docs/rules.md, modular functional)")
-    for offset in range(GRID_OFFSETS):
-        rows_, cols_ = _grid(offset, k, d, m)
-        for q in MINOR_PRIMES:
+    for offset in range(GRID_OFFSETS if retries else 1):
+        rows_, cols_ = grid(offset, k, d, m + 1)
+        for q in MINOR_PRIMES if retries else MINOR_PRIMES[:1]:
             if found.a.denominator % q == 0:
                 continue
             functional = _functional(block, layer.up, layer.down, rows_, cols_, m, q)
@@ -109,11 +112,11 @@ def decide(block: Block, size: int, distinct_keys: bool) -> Decision | None:
     return None
 
 
-def _grid(offset: int, k: int, d: int, m: int) -> tuple[list[int], list[int]]:
-    """k columns and the ⌈(m+1)/k⌉ rows whose first m + 1 coordinates Y uses: no listed row
-    goes unused (a field nothing reads would be unchecked)."""
+def grid(offset: int, k: int, d: int, count: int) -> tuple[list[int], list[int]]:
+    """k columns and the ⌈count/k⌉ rows whose first `count` coordinates (row-major) Y uses:
+    no listed row goes unused (a field nothing reads would be unchecked)."""
     picked = [(offset + i) % d for i in range(k)]
-    return picked[: -(-(m + 1) // k)], picked
+    return picked[: -(-count // k)], picked
 
 
 def _skip_residues(block: Block, rows_: list[int], cols_: list[int], p: int
@@ -150,7 +153,7 @@ def _functional(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_:
     if found is None:
         return None
     y, value = found
-    grid = lu.on_grid(y, len(rows_), len(cols_))
-    assert not lu.functional_values(grid, d_res, u_res, q).any(), "Y is not orthogonal"
+    y_grid = lu.on_grid(y, len(rows_), len(cols_))
+    assert not lu.functional_values(y_grid, d_res, u_res, q).any(), "Y is not orthogonal"
     assert value == int(np.dot(np.array(y, dtype=object), last.astype(object)) % q) != 0
     return y, value

@@ -13,9 +13,12 @@ from ..model import Skip
 
 
 def power(skip: Skip, n: int) -> linalg.Rows:
-    """S^n as exact rows (only for matrix skips or small d)."""
-    result = linalg.identity(skip.dim)
-    for _ in range(n):
+    """S^n as exact rows (only for matrix skips or small d); S itself for n = 1 (no product:
+    a loaded d = 1024 skip would cost a minute of rational products for nothing)."""
+    if n == 0:
+        return linalg.identity(skip.dim)
+    result = tuple(tuple(row) for row in skip.rows())
+    for _ in range(n - 1):
         result = linalg.matmul(skip.rows(), result)
     return result
 

@@ -300,9 +300,6 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
         half = tuple(x / (2 * a) for x in c)
         neurons += [(y, half, Fraction(0)),
                     (tuple(-x for x in y), tuple(-x for x in half), Fraction(0))]
-    # §8.1 constant neurons whose σ(β) is not rational stay as they are (u = 0, bias β)
-    neurons += [(tuple(Fraction(0) for _ in range(cf.dim)), v, beta)
-                for beta, v in cf.constants]
     assert len(neurons) <= width, "witness larger than the width it was built for"
     zero = tuple(Fraction(0) for _ in range(cf.dim))
     # A neuron with a zero output column computes nothing: store it as zero, so that no
@@ -311,7 +308,7 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
     neurons += [(zero, zero, Fraction(0))] * (width - len(neurons))
     layer = _layer(cf, neurons)
     again = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), layer,
-                          symbolic=bool(cf.constants))
+                          scalar=cf.scalar, symbolic=bool(cf.constants))
     if not again.equal(cf):  # never state a witness that is not one
         raise AssertionError("internal error: constructed witness has another canonical form")
     return layer
@@ -319,17 +316,18 @@ def build(cf: CanonicalForm, choice: Choice, width: int) -> Layer:
 
 def _layer(cf: CanonicalForm, neurons: list[tuple[linalg.Vec, linalg.Vec, Fraction]]) -> Layer:
     """The plain layer of these neurons; biased forms (§8.1) get up_bias = the β's and
-    down_bias c′ = γ − (the constant the neurons make), so that the constants agree."""
+    down_bias c′ = γ − (the constant the neurons make) + Σ_β v_β σ(β) for the form's
+    constant neurons with an irrational σ(β), exactly (`symbolic`: c′ holds silu(1) as such),
+    so that the constants agree and no neuron is spent on a constant."""
     up = Matrix([u for u, _, _ in neurons])
     down = Matrix(linalg.transpose([d for _, d, _ in neurons]))
     if cf.gamma is None:
         return Layer(up, down)
     betas = tuple(b for _, _, b in neurons)
     unshifted = Layer(up, down, up_bias=betas, down_bias=(Fraction(0),) * cf.dim)
-    made = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), unshifted,
-                         symbolic=True)
+    made = form_of_layer(cf.ridge, cf.dim, linalg.zeros(cf.dim, cf.dim), unshifted)
     assert made.gamma is not None
-    shift = tuple(g - h for g, h in zip(cf.gamma, made.gamma, strict=True))
+    shift = tuple(g - h for g, h in zip(cf.constant(), made.gamma, strict=True))
     return Layer(up, down, up_bias=betas, down_bias=shift)
 
 

@@ -10,6 +10,7 @@ a figure above TOLERANCE is a real difference, and one below it is all float64 c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TextIO
 
 import numpy as np
@@ -17,7 +18,14 @@ import numpy as np
 from .. import progress
 from ..model import Block
 from .backends import CHUNK, Backend
-from .floatblock import FloatBlock, from_block, plain_from_json, to_float, with_layers
+from .floatblock import (
+    FloatBlock,
+    from_block,
+    layer_floats,
+    plain_from_json,
+    to_float,
+    with_layers,
+)
 from .points import BATCH, batches
 
 TOLERANCE = 1e-8  # on |P(x) − B(x)| / (size of the terms summed for P(x) and B(x)), float64
@@ -87,8 +95,12 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
                 reference = example or own()
                 if reference is not None and "layers" in node:
                     found.append((reference, plain_from_json(block, node["layers"])))
+                elif reference is not None and node.get("check") == DOUBLES:
+                    found.append((reference, doubled(block, reference, node)))
                 elif reference is not None and node.get("check") in CONSTRUCTIONS:
                     found.append((reference, construction(block, reference)))
+                elif reference is not None and node.get("check") == FLIPS:
+                    found.append((reference, flipped(block, reference, node)))
             for key, value in node.items():
                 if key != "example" and key not in _WEIGHTS:
                     walk(value, example)
@@ -104,6 +116,60 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
 # adds (decide/large.py), rebuilt here in floats.
 CONSTRUCTIONS = ("own neurons + spare pairs", "own neurons + linear neurons",
                  "own neurons + square quadruples", "own neurons + square pairs")
+DOUBLES = "own neurons + doubles"
+
+
+def doubled(block: Block, reference: FloatBlock, certificate: dict[str, Any]) -> FloatBlock:
+    """The doubles construction of a large block (decide/large.py) in floats, from the
+    certificate's neurons Δ: W = −S U_Δ⁻¹/(2a) by a float64 solve (any d; `large` builds it
+    exactly only for export), own down columns d_i − w_i, new neurons (−u_i, −β_i, w_i), down
+    bias c + 2a·W β_Δ. Float error about cond(U_Δ)·eps, far below the tolerance for the
+    well-conditioned U_Δ of trained and random blocks; a wrong Δ or sign is off by O(1)."""
+    assert block.layers is not None
+    layer = layer_floats(block.layers[0])
+    neurons = np.array([int(i) for i in certificate["neurons"]], dtype=np.int64)
+    a = to_float(Fraction(certificate["a"]))
+    skip = (reference.skip_matrix if reference.skip_matrix is not None
+            else reference.skip_scale * np.eye(reference.dim))
+    rows = layer["up"][neurons]
+    try:
+        w = np.linalg.solve(rows.T, -skip.T / (2 * a)).T  # W U_Δ = −S/(2a)
+    except np.linalg.LinAlgError:  # a singular U_Δ (a prover bug): the figure will say so
+        w = np.linalg.lstsq(rows.T, -skip.T / (2 * a), rcond=None)[0].T
+    out = dict(layer)
+    out["up"] = np.concatenate([layer["up"], -rows])
+    down = layer["down"].copy()
+    down[:, neurons] -= w
+    out["down"] = np.concatenate([down, w], axis=1)
+    if "up_bias" in layer:
+        betas = layer["up_bias"][neurons]
+        out["up_bias"] = np.concatenate([layer["up_bias"], -betas])
+        out["down_bias"] = layer["down_bias"] + 2 * a * (w @ betas)
+    return FloatBlock(reference.scalar, reference.gated, reference.dim, 0.0, None, (out,))
+
+
+FLIPS = "own neurons, rows of J negated"  # decide/unique_subset.py: J stored, not the layers
+
+
+def flipped(block: Block, reference: FloatBlock, node: dict[str, Any]) -> FloatBlock:
+    """The §4 flip witness in floats: rows of U (and up biases) in J negated, D kept, the
+    down bias c + 2a·Σ_J β_i d_i, skip 0 (decide/unique_subset.flipped, exactly). Built on
+    every neuron of the block (J numbers the block's neurons; the reference may have dropped
+    neurons whose down column is 0 in floats)."""
+    assert block.layers is not None
+    own = layer_floats(block.layers[0])
+    flips = [int(i) - 1 for i in node["flips"]]
+    a = float(Fraction(node["a"]))
+    layer = dict(own)
+    layer["up"] = own["up"].copy()
+    layer["up"][flips] *= -1
+    if "up_bias" in own:
+        beta = own["up_bias"]
+        layer["up_bias"] = beta.copy()
+        layer["up_bias"][flips] *= -1
+        shift = 2 * a * (own["down"][:, flips] @ beta[flips])
+        layer["down_bias"] = own.get("down_bias", np.zeros(reference.dim)) + shift
+    return FloatBlock(reference.scalar, reference.gated, reference.dim, 0.0, None, (layer,))
 
 
 def construction(block: Block, reference: FloatBlock) -> FloatBlock:

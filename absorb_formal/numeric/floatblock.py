@@ -80,11 +80,35 @@ def to_float(value: Fraction) -> float:
     return number
 
 
+def symbolic_float(text: str) -> float:
+    """A symbolic certificate value `r + Σ c Π σ(β)^e` (docs/certificates.md, read by the
+    checker's parser) in float64, each σ(β) by the float σ the blocks are evaluated with."""
+    from ..checker.symbolic import parse
+
+    total = 0.0
+    for monomial, coefficient in parse(text).items():
+        term = to_float(coefficient)
+        for (kind, point), exponent in monomial:
+            term *= float(Scalar(kind).numpy(np.array([to_float(point)]))[0]) ** exponent
+        total += term
+    if not math.isfinite(total):
+        raise OutOfRange("weights beyond float64 range")
+    return total
+
+
 def _matrix_floats(matrix: Matrix) -> np.ndarray:
-    """The matrix in float64. A loaded array is float (or int) already, hence in range; only
-    literal rows, which can be any rational, are converted entry by entry with a range check."""
+    """The matrix in float64. A loaded array of float64 or narrower floats, or of integers, is
+    in range already; a long double one is range-checked as a whole (2^2000 is a long double
+    and no float64); literal rows, which can be any rational, entry by entry."""
     if matrix._array is not None:  # loaded: no Fraction per entry (7B blocks)
-        return matrix.floats
+        array = matrix._array
+        with np.errstate(over="ignore", under="ignore"):
+            floats = matrix.floats
+        if array.dtype.kind == "f" and array.dtype.itemsize > 8 and (
+                not np.isfinite(floats).all()
+                or ((array != 0) & (np.abs(floats) < _SMALLEST_NORMAL)).any()):
+            raise OutOfRange("weights beyond float64 range")
+        return floats
     return np.array([[to_float(v) for v in row] for row in matrix.rows],
                     dtype=np.float64).reshape(matrix.shape)
 
@@ -103,24 +127,33 @@ def _bias_floats(layer: Layer) -> dict[str, np.ndarray]:
             for name in BIASES if getattr(layer, name) is not None}
 
 
+def layer_floats(layer: Layer) -> dict[str, np.ndarray]:
+    """One layer in float64, dead neurons kept (a construction may give them work)."""
+    return {"up": _matrix_floats(layer.up), "down": _matrix_floats(layer.down),
+            **({"gate": _matrix_floats(layer.gate)} if layer.gate is not None else {}),
+            **_bias_floats(layer)}
+
+
 def from_block(block: Block) -> FloatBlock:
     assert block.layers is not None
-    layers = tuple(_live({"up": _matrix_floats(layer.up), "down": _matrix_floats(layer.down),
-                          **({"gate": _matrix_floats(layer.gate)}
-                             if layer.gate is not None else {}),
-                          **_bias_floats(layer)})
-                   for layer in block.layers)
+    layers = tuple(_live(layer_floats(layer)) for layer in block.layers)
     scale, matrix = _skip(block)
     return FloatBlock(block.activation.scalar, block.activation.gated, block.dim, scale,
                       matrix, layers)
 
 
 def _float(value: Any, memo: dict[str, float]) -> float:
-    """A certificate entry as a float: a rational string, or an algebraic root-of entry.
-    Strings are memoised: a wide witness repeats "0" a million times."""
+    """A certificate entry as a float: a rational string, a symbolic one (σ at rational
+    points, `symbolic_float`), or an algebraic root-of entry. Strings are memoised: a wide
+    witness repeats "0" a million times."""
     if isinstance(value, str):
         if value not in memo:
-            memo[value] = to_float(Fraction(value))
+            try:
+                exact = Fraction(value)
+            except ValueError:
+                memo[value] = symbolic_float(value)
+            else:
+                memo[value] = to_float(exact)
         return memo[value]
     from ..generic.polynomial import value_of
 

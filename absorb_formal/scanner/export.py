@@ -1,11 +1,13 @@
 """`scan --export DIR`: the skip-free checkpoint.
 
 Each MLP sublayer is replaced by the plain MLP proved equal to its residual x + MLP(x), at
-the least width the scan proved (every sublayer padded with zero neurons to the largest, so
-that one config width fits all). Tensor names and layouts stay as in the input (GPT-2's
-Conv1D stays input × output); every other tensor is copied bit for bit; config.json's width
-keys are updated, and an `absorb_formal` entry lists the sublayers that lost their skip: the
-model code must run those without the residual around them.
+the least width the scan proved — or, where that is a doubles construction too wide to build
+exactly (`decide.large.EXACT_DOUBLES`), at the spare pairs' width, noted in `width_notes` —
+every sublayer padded with zero neurons to the largest, so that one config width fits all.
+Tensor names and layouts stay as in the input (GPT-2's Conv1D stays input × output); every
+other tensor is copied bit for bit; config.json's width keys are updated, and an
+`absorb_formal` entry lists the sublayers that lost their skip: the model code must run
+those without the residual around them.
 """
 
 from __future__ import annotations
@@ -48,12 +50,15 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
         raise ScanError(f"--export writes safetensors and npz checkpoints; {report.path} is "
                         f"{checkpoint.kind} (use `absorb-prove export --out FILE.onnx` per "
                         "block)")
-    width = max(int(a.proved_width or 0) for a in report.blocks)
+    witnesses = {a.block.where: _witness(report, a) for a in report.blocks}
+    # the widths exported: the proved ones, or spare pairs where doubles are too wide to build
+    width = max(w.claim_width for w in witnesses.values())
+    notes = {where: w.width_note for where, w in witnesses.items() if w.width_note}
     replaced: dict[str, np.ndarray] = {}
     rounding: dict[str, float] = {}
     for answer in report.blocks:
-        tensors, rounding[answer.block.where] = _plain_tensors(report, answer, width,
-                                                               checkpoint.root)
+        tensors, rounding[answer.block.where] = _plain_tensors(
+            answer, witnesses[answer.block.where], width, checkpoint.root)
         replaced.update(tensors)
     staging = Path(tempfile.mkdtemp(prefix=".absorb-export-", dir=out.parent
                                     if out.parent.exists() else None))
@@ -71,6 +76,7 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
             "note": "each listed MLP sublayer alone computes x + MLP(x) of the original "
                     "model: run it without the residual connection around it",
             "widths_proved": {a.block.where: a.proved_width for a in report.blocks},
+            **({"width_notes": notes} if notes else {}),
             # largest |stored − exact| / |exact| over each sublayer's entries: 0 means the
             # stored tensors are the exact witness, and `equals` proves them equal
             "max_rounding_rel_error": {k: float(f"{v:.6g}") for k, v in rounding.items()}}
@@ -92,21 +98,28 @@ def _shown(answer: BlockAnswer) -> str:
     return "none" if lo is None and hi is None else f"{lo}..{hi if hi is not None else ''}"
 
 
-def _plain_tensors(report: ScanReport, answer: BlockAnswer, width: int, root: Path
+def _witness(report: ScanReport, answer: BlockAnswer) -> single.Witness:
+    """The sublayer's witness at its proved width (spare pairs, wider, where doubles are too
+    wide to build exactly: `export.find_witness`)."""
+    assert report.report is not None and report.report.spec is not None
+    model = report.report.spec.blocks[answer.block.name]
+    try:
+        return single.find_witness(model, answer.proved_width, wider=True)
+    except single.ExportError as error:
+        raise ScanError(f"--export: {answer.block.where}: {error}") from None
+
+
+def _plain_tensors(answer: BlockAnswer, witness: single.Witness, width: int, root: Path
                    ) -> tuple[dict[str, np.ndarray], float]:
     """The sublayer's plain MLP as tensors named and laid out as its own, in its dtype
     (correctly rounded), and the largest relative rounding error."""
-    assert report.report is not None and report.report.spec is not None
-    block = answer.block
-    model = report.report.spec.blocks[block.name]
-    try:
-        witness = single.find_witness(model, answer.proved_width)
-    except single.ExportError as error:
-        raise ScanError(f"--export: {block.where}: {error}") from None
+    block, model = answer.block, witness.block
     dtype = _dtype(root, block.up)
     rounded = single.padded(single.rounded_arrays(witness.layers, dtype)
                             if witness.layers is not None
-                            else single.construction_arrays(model, dtype), width)
+                            else single.construction_arrays(model, dtype,
+                                                            witness.decision.certificate),
+                            width)
     out = {}
     for field, item in rounded.items():
         ref: TensorRef | None = getattr(block, field)

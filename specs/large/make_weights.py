@@ -10,6 +10,8 @@ the generic-case modular functional (docs/certificates.md) may decide it.
 - flip_neuron_1.mlp: the same weights with S = −d₁u₁ᵀ, a skip that makes the block
   absorbable (J = {1}: for relu a = 1/2, so Σ_{i∈J} d_i u_iᵀ = −S/(2a) = d₁u₁ᵀ, docs/rules.md §4).
   A skip cannot be load(...)ed, so it is written out as a literal d×d matrix.
+- flip_twice.mlp, flip_twice.npz: S = −2·d₁u₁ᵀ from a file: in the span, but the unique
+  solution is 2, not 0/1 (refuted at width m).
 - down_decimal (d×m, float64): down with its first DECIMAL_COLUMNS columns divided by 10,
   entries such as 0.3 (the float nearest 3/10, taken as the exact dyadic rational it is);
   only a few columns, so that the file stays small.
@@ -51,6 +53,30 @@ def main() -> None:
     np.savez_compressed(Path(__file__).with_name("weights.npz"), up=up, down=down,
                         down_decimal=decimal)
     write_flip_spec(flip)
+    write_twice(flip)
+
+
+TWICE_SPEC = """\
+# Written by make_weights.py: the weights of large_relu.mlp (d = 100, m = 1260) with
+# S = −2·d₁u₁ᵀ, loaded from a file. −S/(2a) = 2·d₁u₁ᵀ lies in the span of the terms, so no
+# minor refutes; the subset system has one rational solution, c₁ = 2, which is not 0/1:
+# not absorbable at width 1260 (docs/rules.md §4, the generic case at scale).
+block T {
+    activation relu
+    dim 100  width 1260
+    up   = load("weights.npz", "up")
+    down = load("weights.npz", "down")
+    skip load("flip_twice.npz", "skip")
+}
+claim T is not absorbable   # slow: 6 s
+claim min width of T is 1261   # expect: unknown — min width is between 1261 and 1262 (slow: 6 s)
+"""
+
+
+def write_twice(flip: np.ndarray) -> None:
+    folder = Path(__file__).parent
+    np.savez_compressed(folder / "flip_twice.npz", skip=2 * flip)
+    (folder / "flip_twice.mlp").write_text(TWICE_SPEC, encoding="utf-8")
 
 
 FLIP_SPEC = """\
@@ -64,12 +90,14 @@ block F {{
     down = load("weights.npz", "down")
     skip {skip}
 }}
-claim F is absorbable   # expect: unknown — own width: only a subset search finds J (slow: 6 s)
+# At its own width the unique solution of the subset system mod q is J = {{1}}, and the identity
+# d₁u₁ᵀ = −S/(2a) holds exactly (docs/rules.md §4, the generic case at scale).
+claim F is absorbable   # slow: 6 s
 # S has rank 1 (skeleton S = S[:,C]·S[R,C]⁻¹·S[R,:], |C| = 1): the own neurons plus one spare
 # pair absorb it at m + 2·rank S = 1262 (docs/rules.md §4).
 claim F is absorbable at width 1262   # slow: 6 s
-# Bounds: 1260 live keys (all rows on distinct lines) below, the spare pair above.
-claim min width of F is 1260   # expect: unknown — min width is between 1260 and 1262 (slow: 6 s)
+# 1260 live keys (all rows on distinct lines) need 1260 neurons; the flip witness has 1260.
+claim min width of F is 1260   # slow: 6 s
 """
 
 

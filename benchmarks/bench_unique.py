@@ -1,0 +1,102 @@
+"""Large blocks in the generic case decided both ways (issue 21, item 1): the unique solution of
+the subset system mod q (docs/rules.md, "the generic case at scale").
+
+Instances, written to a temporary folder as .npz files and decided through the command line
+(`absorb-prove --certificates`, then `absorb-prove check`), so the times include start-up,
+reading and the cross-check:
+- ffn-skip: a float32 gelu FFN, d = 1024, m = 3072, whose learnable skip is S = −d_j u_jᵀ
+  (read with `skip load`): absorbable, J = {j} (the issue's trained-FFN case);
+- gpt2-planted: relu, d = 768, m = 3072, float64, S = I, with d neurons J planted so that
+  Σ_J d_i u_iᵀ = −S (U_J = I + ½·superdiagonal, D_J = −U_J⁻¹): absorbable, |J| = 768;
+- gpt2-twice: the same with D_J = −2·U_J⁻¹: −S/(2a) in the span, the solution ½ on J:
+  not absorbable;
+- int64: relu, d = 100, m = 1260, int64 weights beyond 2^53, S = −d₁u₁ᵀ: absorbable.
+
+Run: python -m benchmarks.bench_unique [NAME ...]. Prints one markdown row per instance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SPEC = """block B {{
+    activation {act}  dim {d}  width {m}  skip {skip}
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+}}
+claim B is absorbable
+"""
+
+
+def ffn_skip(folder: Path) -> str:
+    d, m, j = 1024, 3072, 17
+    rng = np.random.default_rng(2)
+    up = (rng.standard_normal((m, d)) * 0.05).astype(np.float32)
+    down = (rng.standard_normal((d, m)) * 0.05).astype(np.float32)
+    skip = -np.outer(down[:, j].astype(np.float64), up[j].astype(np.float64))  # exact
+    np.savez(folder / "w.npz", up=up, down=down, skip=skip)
+    return SPEC.format(act="gelu", d=d, m=m, skip='load("w.npz", "skip")')
+
+
+def planted(folder: Path, coefficient: float) -> str:
+    d, m = 768, 3072
+    rng = np.random.default_rng(1)
+    up, down = rng.standard_normal((m, d)), rng.standard_normal((d, m))
+    square = np.eye(d) + 0.5 * np.eye(d, k=1)
+    chosen = rng.choice(m, d, replace=False)
+    up[chosen] = square
+    down[:, chosen] = -np.linalg.inv(square) * coefficient  # entries ±2^-k: exact
+    np.savez(folder / "w.npz", up=up, down=down)
+    return SPEC.format(act="relu", d=d, m=m, skip="identity")
+
+
+def int64(folder: Path) -> str:
+    d, m = 100, 1260
+    rng = np.random.default_rng(3)
+    big = 2**53 + 1
+    up = rng.integers(-big, big, (m, d), dtype=np.int64)
+    down = rng.integers(-9, 10, (d, m), dtype=np.int64)
+    down[down == 0] = 1
+    skip = -np.outer(down[:, 0].astype(object), up[0].astype(object))
+    rows = ", ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in skip)
+    np.savez(folder / "w.npz", up=up, down=down)
+    return SPEC.format(act="relu", d=d, m=m, skip="[" + rows + "]")
+
+
+CASES = {"ffn-skip": ffn_skip, "gpt2-planted": lambda f: planted(f, 1.0),
+         "gpt2-twice": lambda f: planted(f, 2.0), "int64": int64}
+
+
+def timed(args: list[str], cwd: Path) -> tuple[float, str]:
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "absorb_formal", *args], cwd=cwd,
+                         capture_output=True, text=True, check=False)
+    return time.perf_counter() - start, (run.stdout + run.stderr).strip().splitlines()[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", default=list(CASES))
+    names = parser.parse_args().names
+    print("| instance | answer | prove (s) | check (s) |")
+    print("|---|---|---|---|")
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            (folder / "b.mlp").write_text(CASES[name](folder), encoding="utf-8")
+            prove, line = timed(["--timeout", "1200", "--certificates", "certs", "b.mlp"],
+                                folder)
+            check, verdict = timed(["check", "certs"], folder)
+            answer = line.split(" — ")[0].split(": ", 1)[1] if " — " in line else line
+            print(f"| {name} | {answer}; {verdict[:60]} | {prove:.1f} | {check:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
