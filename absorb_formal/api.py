@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import budget, progress
-from .checking import check_file
 from .decide import decide
 from .language import SpecError
 from .model import Spec, Statement
@@ -316,6 +315,8 @@ def check_items(paths: Iterable[str]) -> list[str | tuple[str, CheckResult]]:
 
 
 def _check_under(given: str) -> list[str | tuple[str, CheckResult]]:
+    from .checking import check_file  # the checker (and sympy) only where something is checked
+
     out: list[str | tuple[str, CheckResult]] = []
     for item in collect([given], "*.json"):
         if isinstance(item, str):

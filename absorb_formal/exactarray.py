@@ -7,12 +7,15 @@ platform's long double through its own `frexp` and 32-bit chunks (never through 
 which would round 64 mantissa bits to 53). Integer arrays are exact as they stand, at any size.
 
 Exact work asks for values in three ways: as `Fraction`s (small blocks, whole rows or
-columns) and as residues modulo a prime (the modular-rank certificate of large blocks, docs/rules.md
-§7), computed from (M, E) directly so that no value is ever converted to a nearby float.
+columns) and as residues modulo a prime (the modular-functional certificate of large blocks,
+docs/rules.md §7), computed from (M, E) directly so that no value is ever converted to a
+nearby float — float16 and float32 (bfloat16 arrives as float32) straight from their bit
+fields, vectorised, with no Python object per entry.
 """
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -76,7 +79,7 @@ def fractions(array: np.ndarray) -> list[list[Fraction]]:
             for mr, er in zip(mantissas.tolist(), exponents.tolist(), strict=True)]
 
 
-BAND = 1 << 20  # entries converted at once: the temporaries stay a few tens of MB
+BAND = 1 << 18  # entries converted at once: the temporaries stay a few MB (and in cache)
 
 
 def residues(array: np.ndarray, p: int) -> np.ndarray:
@@ -92,7 +95,13 @@ def residues(array: np.ndarray, p: int) -> np.ndarray:
     return out
 
 
+# IEEE formats read from their bits: numpy dtype → (unsigned view, exponent bits, fraction bits)
+_BITS = {np.dtype(np.float16): (np.uint16, 5, 10), np.dtype(np.float32): (np.uint32, 8, 23)}
+
+
 def _residues(array: np.ndarray, p: int) -> np.ndarray:
+    if array.dtype in _BITS and p < 2**26:
+        return _float_residues(array, p)
     mantissas, exponents = parts(array)
     if mantissas.dtype == object:
         whole = np.array([int(v) % p for v in mantissas.ravel()],
@@ -107,3 +116,39 @@ def _residues(array: np.ndarray, p: int) -> np.ndarray:
     table = np.array([pow(2, s % (p - 1), p) for s in range(low, int(exponents.max()) + 1)],
                      dtype=np.int64)  # float exponents span a few thousand values at most
     return (whole * table[exponents - low]) % p
+
+
+def _float_residues(array: np.ndarray, p: int) -> np.ndarray:
+    """float16 / float32 (and bfloat16, widened to float32 by its bits) straight from the bits:
+    value = ±mag·2^(field − bias − fbits) (subnormals: field 1, no implicit bit), so the residue
+    is ±mag·T[field] mod p with T a table of 2^(field − bias − fbits) mod p over the 2^ebits
+    fields. With p < 2^26 (the caller's condition): |x| = mag·T < 2^24·2^26 is exact in
+    float64, and x − p·⌊x·fl(1/p)⌋ is x mod p exactly — the computed quotient is within
+    |x/p|·2^−52 < 2^−28 of x/p, while x/p is at least 1/p > 2^−26 away from every integer
+    unless x is a multiple of p, which ±mag·2^e with 0 < mag < 2^24 < p never is (x = 0
+    gives 0)."""
+    unsigned, ebits, fbits = _BITS[array.dtype]
+    table = _power_table(array.dtype, p)
+    bits = array.view(unsigned)
+    field = ((bits >> fbits) & ((1 << ebits) - 1)).astype(np.intp)
+    mag = (bits & ((1 << fbits) - 1)).astype(np.float64)
+    mag += table[1][field]  # the implicit bit of normal numbers
+    mag *= table[0][field]
+    np.copysign(mag, array, out=mag)  # ±mag·T
+    quotient = mag * (1.0 / p)
+    np.floor(quotient, out=quotient)
+    quotient *= p
+    mag -= quotient
+    return mag.astype(np.int64)
+
+
+@functools.cache
+def _power_table(dtype: np.dtype, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """(2^(field − bias − fbits) mod p, the implicit bit 2^fbits or 0) for every exponent
+    field of the format (subnormals: field 0 scales like field 1)."""
+    _, ebits, fbits = _BITS[dtype]
+    bias = (1 << (ebits - 1)) - 1
+    shifts = [max(field, 1) - bias - fbits for field in range(1 << ebits)]
+    powers = np.array([pow(2, e % (p - 1), p) for e in shifts], dtype=np.float64)
+    implicit = np.array([float(1 << fbits) if field else 0.0 for field in range(1 << ebits)])
+    return powers, implicit

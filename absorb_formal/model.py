@@ -94,7 +94,7 @@ class Matrix:
     def residues(self, rows: Sequence[int], cols: Sequence[int], p: int) -> np.ndarray | None:
         """The submatrix rows × cols mod p (int64), from the exact values; None when p divides
         a denominator. Exact work on large blocks reads only this (docs/certificates.md,
-        modular rank)."""
+        modular functional)."""
         if self._array is not None:
             rows, cols = list(rows), list(cols)
             whole = len(rows) == self.shape[0] and rows == list(range(self.shape[0]))

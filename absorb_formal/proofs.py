@@ -128,7 +128,7 @@ class Sources:
 def _by_source(block: Block, sources: Sources) -> dict[str, Any]:
     """Weights too many to embed (beyond the exact-work limit): where they are read from.
     Certificates for such blocks read no weight (never-rules) or have the checker read them
-    from these sources itself (modular rank)."""
+    from these sources itself (modular functional)."""
     return {"weights": weight_count(block),
             "sources": [{w.name: sources.source(w.value) for w in ws}
                         for ws in sources.layers(block.name)]}

@@ -69,7 +69,7 @@ def main() -> None:
                 old = run(["prove", "--crosscheck", "0", spec], folder, before, bounds)
                 rows.append(row(f"{label}: prove, before", old))
             log(f"{label}: {proved['s']:.1f} s prove, {checked['s']:.1f} s check")
-    print(table(("job", "wall s", "peak MB", "last line"), rows))
+    print(table(("job", "wall s", "peak MB", "load avg", "last line"), rows))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
 """Issue 20's targets, each measured against its baseline in the same run (weights generated,
 seeded, in a temporary folder). Wall seconds of fresh processes (start-up included), peak
 resident MB; baselines: numpy's float64 `slogdet` of the same order, `python -c "import
-numpy"`, numpy reading the tensors.
+numpy"`, numpy reading the tensors. The machine's load average is printed with every figure
+(the machine is shared: a loaded run slows BLAS-bound and Python-bound jobs differently).
 
   python benchmarks/bench_issue20.py [--before DIR] [--opt] [--repeat N]
 
 --before DIR: also run the tree in DIR (e.g. `git archive` of an older commit) on the GPT-2
 block and the tiny claim; --opt: also the OPT-6.7B-shaped relu block (d = 4096, m = 16384,
 fp16; minutes and about 3 GB). Prints markdown on stdout, progress on stderr.
+
+The package is byte-compiled first (`compileall`, as `pip install` does): this project's
+shell sets PYTHONDONTWRITEBYTECODE, which would otherwise make every run compile every
+module again (about 0.3 s of each start-up).
 """
 
 from __future__ import annotations
@@ -30,7 +35,16 @@ from suite_realsize import _llama
 
 
 def log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(f"{line}   [load {load()}]", file=sys.stderr, flush=True)
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def compile_tree(tree: Path) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "absorb_formal")],
+                   check=True, capture_output=True)
 
 
 def run(argv: list[str], cwd: Path, tree: Path = ROOT,
@@ -48,17 +62,17 @@ def run(argv: list[str], cwd: Path, tree: Path = ROOT,
             peak = float(line.split(":")[1].strip(" }"))
             break
     summary = [ln for ln in done.stdout.splitlines() if ln.startswith(shown)]
-    return {"s": wall, "mb": peak, "code": done.returncode,
+    return {"s": wall, "mb": peak, "code": done.returncode, "load": load(),
             "out": summary[-1] if summary else done.stdout.strip()[-200:]}
 
 
 def row(label: str, res: dict[str, Any]) -> tuple[Any, ...]:
     """A table row of one measured job."""
-    return (label, f"{res['s']:.2f}", res["mb"], res["out"])
+    return (label, f"{res['s']:.2f}", res["mb"], res["load"], res["out"])
 
 
 def baseline(label: str, seconds: float) -> tuple[Any, ...]:
-    return (f"{label} (baseline)", f"{seconds:.2f}", "—", "")
+    return (f"{label} (baseline)", f"{seconds:.2f}", "—", load(), "")
 
 
 def median_run(argv: list[str], cwd: Path, repeat: int, tree: Path = ROOT) -> dict[str, Any]:
@@ -85,14 +99,29 @@ def slogdet(n: int, repeat: int) -> float:
     return statistics.median(times)
 
 
-def exact_lu(n: int) -> float:
+def exact_lu(n: int) -> tuple[float, float]:
+    """(the prover's LU and functional y, the checker's product) in seconds, on a random
+    minor of order n built like a block's (n − 1 terms d_i u_iᵀ on a grid, then S)."""
+    from math import isqrt
+
     from absorb_formal.checker import modlu
 
     p = modlu.primes(1)[0]
-    work = np.random.default_rng(n).integers(0, p, (n, n)).astype(np.float64)
+    rng = np.random.default_rng(n)
+    m, k = n - 1, isqrt(n - 1) + 1
+    left, right = rng.integers(0, p, (k, m)), rng.integers(0, p, (m, k))
+    coords = [(r, c) for r in range(k) for c in range(k)][:n]
+    rows, cols = np.array([r for r, _ in coords]), np.array([c for _, c in coords])
+    work = modlu.product_minor(left, right, rows, cols, rng.integers(0, p, n), p)
     start = time.perf_counter()
-    modlu.det_floats(work, p)
-    return time.perf_counter() - start
+    found = modlu.functional_floats(work, p)
+    lu = time.perf_counter() - start
+    assert found is not None
+    start = time.perf_counter()
+    values = modlu.functional_values(modlu.on_grid(found[0], k, k), left, right, p)
+    check = time.perf_counter() - start
+    assert not values.any()
+    return lu, check
 
 
 def flint_det(n: int) -> float:
@@ -133,8 +162,30 @@ claim R is absorbable
 """, encoding="utf-8")
 
 
-def profile_gpt2(folder: Path) -> dict[str, float]:
-    """Where one GPT-2 block's proof spends its time (in-process, warm disk cache)."""
+PROVER_STEPS = {
+    "read the spec and weights (load_file)": ("load.py", "load_file"),
+    "activation properties (disk cache)": ("properties.py", "properties"),
+    "residue keys of U (key_classes)": ("large.py", "key_classes"),
+    "residues of the grid's rows of D and columns of U": ("model.py", "residues"),
+    "assemble the minor (product_minor)": ("modlu.py", "product_minor"),
+    "exact LU without row exchanges (_crout)": ("modlu.py", "_crout"),
+    "y: last row of L⁻¹ (_last_row_of_inverse)": ("modlu.py", "_last_row_of_inverse"),
+    "the prover's own check of y (functional_values)": ("modlu.py", "functional_values"),
+    "the certificate: its document (hashing the weight files)": ("proofs.py", "document"),
+    "the certificate: encode and write": ("proofs.py", "write"),
+}
+CHECKER_STEPS = {
+    "re-read the spec and the weight files": ("reading.py", "weights"),
+    "re-prove the activation lemmas (sympy)": ("lemmas.py", "ridge_family"),
+    "residue keys of U (key_classes)": ("modular.py", "key_classes"),
+    "check Y: one product (functional_values)": ("modlu.py", "functional_values"),
+}
+
+
+def profile(folder: Path, argv: list[str], steps: dict[str, tuple[str, str]]
+            ) -> dict[str, float]:
+    """Where one in-process run spends its time: imports, then the named steps (cumulative
+    seconds under cProfile, which adds a little to Python-heavy steps)."""
     start = time.perf_counter()
     from absorb_formal.cli import main
 
@@ -145,7 +196,7 @@ def profile_gpt2(folder: Path) -> dict[str, float]:
     try:
         start = time.perf_counter()
         with open(os.devnull, "w") as sink:
-            profile.runcall(main, ["--crosscheck", "0", "one.mlp"], sink, sys.stderr)
+            profile.runcall(main, argv, sink, sys.stderr)
         total = time.perf_counter() - start
     finally:
         os.chdir(cwd)
@@ -153,14 +204,8 @@ def profile_gpt2(folder: Path) -> dict[str, float]:
     cum = {}
     for (file, _, func), row in stats.stats.items():  # type: ignore[attr-defined]
         cum[(Path(file).name, func)] = row[3]
-    pick = {"read the spec and weights (load_file)": ("load.py", "load_file"),
-            "activation properties": ("properties.py", "properties"),
-            "residue keys of U (key_classes)": ("large.py", "key_classes"),
-            "residues of the minor's rows and columns": ("model.py", "residues"),
-            "assemble the minor (product_minor)": ("modlu.py", "product_minor"),
-            "exact LU (det_floats)": ("modlu.py", "det_floats")}
-    out = {"imports": imports}
-    for label, key in pick.items():
+    out = {"imports (in this process: what was not imported yet)": imports}
+    for label, key in steps.items():
         out[label] = cum.get(key, 0.0)
     out["total (after imports)"] = total
     return out
@@ -172,6 +217,9 @@ def main() -> None:
     before = Path(args[args.index("--before") + 1]) if "--before" in args else None
     rows: list[tuple[Any, ...]] = []
     targets: list[str] = []
+    for tree in [ROOT] + ([before] if before is not None else []):
+        compile_tree(tree)
+    log(f"start; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         os.environ["ABSORB_FORMAL_CACHE"] = str(folder / "cache")
@@ -179,7 +227,6 @@ def main() -> None:
         gpt2(folder, "gpt2", 12, bf16=True)
         _llama(folder)
         tiny(folder)
-        relu_block(folder, 2048, 8192, "relu8k")
         log("files written")
 
         # start-up: a tiny claim against `import numpy`
@@ -196,79 +243,96 @@ def main() -> None:
             rows.append(row("tiny claim, before", old))
         log(f"tiny {warm['s']:.2f} numpy {base:.2f}")
 
-        # GPT-2 block, own width
-        s3073 = slogdet(3073, 3)
-        one = median_run(["prove", "--crosscheck", "0", "--certificates", "c1", "one.mlp"],
-                         folder, repeat)
-        check = median_run(["prove", "check", "c1"], folder, repeat)
+        # GPT-2 block, own width: prover and checker alternate with slogdet, medians
+        pairs = []
+        for _ in range(repeat):
+            s3073 = slogdet(3073, 1)
+            one = run(["prove", "--crosscheck", "0", "--update", "--certificates", "c1",
+                       "one.mlp"], folder)
+            check = run(["prove", "check", "c1"], folder)
+            pairs.append((one["s"], s3073, one, check))
+            log(f"gpt2 one {one['s']:.2f} check {check['s']:.2f} slogdet {s3073:.2f}")
+        pairs.sort(key=lambda x: x[0] - 2.5 * x[1])
+        _, s3073, one, check = pairs[len(pairs) // 2]
         goal = 2.5 * s3073 + 1
-        rows += [baseline("slogdet(3073)", s3073),
+        rows += [baseline("slogdet(3073), same round", s3073),
                  row("GPT-2 block (bf16, biases), own width", one), row("  its check", check)]
         targets.append(f"- GPT-2 block: {one['s']:.2f} s; target ≤ 2.5 × slogdet(3073) + 1 = "
                        f"{goal:.2f} s: {'met' if one['s'] <= goal else 'MISSED'}; check "
                        f"{check['s']:.2f} s = {check['s'] / one['s']:.2f}× the prover "
-                       f"(target ≤ 1.2×: {'met' if check['s'] <= 1.2 * one['s'] else 'MISSED'})")
+                       f"(target ≤ 1.2×: {'met' if check['s'] <= 1.2 * one['s'] else 'MISSED'})"
+                       f" [median of {repeat} rounds, by prover − 2.5 × slogdet]")
         if before is not None:
             old = median_run(["prove", "--crosscheck", "0", "one.mlp"], folder, repeat, before)
             rows.append(row("GPT-2 block, before", old))
-        log(f"gpt2 one {one['s']:.2f} check {check['s']:.2f} slogdet {s3073:.2f}")
 
         # 12 blocks
+        s3073 = slogdet(3073, 3)
         twelve = run(["prove", "--crosscheck", "0", "--certificates", "c12", "gpt2.mlp"],
                      folder)
         check12 = run(["prove", "check", "c12"], folder)
-        s3073 = slogdet(3073, 3)
+        s3073 = (s3073 + slogdet(3073, 3)) / 2
         goal = 24 * s3073 + 3
-        rows += [baseline("slogdet(3073), again", s3073), row("12 GPT-2 blocks, one spec", twelve),
-                 row("  their check", check12)]
+        rows += [baseline("slogdet(3073), before and after", s3073),
+                 row("12 GPT-2 blocks, one spec", twelve), row("  their check", check12)]
         targets.append(f"- 12 GPT-2 blocks: {twelve['s']:.1f} s; target ≤ 24 × slogdet + 3 = "
-                       f"{goal:.1f} s: {'met' if twelve['s'] <= goal else 'MISSED'}")
+                       f"{goal:.1f} s: {'met' if twelve['s'] <= goal else 'MISSED'}; check "
+                       f"{check12['s']:.1f} s")
         log(f"gpt2 x12 {twelve['s']:.2f} check {check12['s']:.2f}")
 
         # LLaMA never
-        load = median_run(["load-safetensors", "llama.safetensors"], folder, repeat)
+        load_ = median_run(["load-safetensors", "llama.safetensors"], folder, repeat)
         llama = median_run(["prove", "--crosscheck", "0", "llama.mlp"], folder, repeat)
-        goal = 1.5 * load["s"] + 0.5
-        rows += [row("numpy reads LLaMA-7B's 3 bf16 tensors (baseline)", load),
+        goal = 1.5 * load_["s"] + 0.5
+        rows += [row("numpy reads LLaMA-7B's 3 bf16 tensors (baseline)", load_),
                  row("LLaMA-7B SwiGLU never", llama)]
-        targets.append(f"- LLaMA-7B never: {llama['s']:.2f} s; target ≤ 1.5 × {load['s']:.2f}"
+        targets.append(f"- LLaMA-7B never: {llama['s']:.2f} s; target ≤ 1.5 × {load_['s']:.2f}"
                        f" + 0.5 = {goal:.2f} s: {'met' if llama['s'] <= goal else 'MISSED'}")
-        log(f"llama {llama['s']:.2f} load {load['s']:.2f}")
+        log(f"llama {llama['s']:.2f} load {load_['s']:.2f}")
 
         # relu fp16 d = 2048, m = 8192 (and, with --opt, the OPT-6.7B shape)
         cases = [(2048, 8192, 5, 3)] + ([(4096, 16384, 10, 8)] if "--opt" in args else [])
         for d, m, slack, gigabytes in cases:
             relu_block(folder, d, m, f"relu{m}")
             base_s = slogdet(m + 1, 1)
-            relu = run(["prove", "--crosscheck", "0", "--timeout", "1200", f"relu{m}.mlp"],
-                       folder)
+            relu = run(["prove", "--crosscheck", "0", "--timeout", "3600", "--certificates",
+                        f"c{m}", f"relu{m}.mlp"], folder)
+            checked = run(["prove", "check", f"c{m}"], folder)
             goal = 3 * base_s + slack
             rows += [baseline(f"slogdet({m + 1})", base_s),
-                     row(f"relu fp16 d = {d}, m = {m}", relu)]
+                     row(f"relu fp16 d = {d}, m = {m}", relu), row("  its check", checked)]
             ok = relu["s"] <= goal and (relu["mb"] or 0) <= gigabytes * 1024
             targets.append(f"- relu fp16 d = {d}, m = {m}: {relu['s']:.1f} s, {relu['mb']} MB; "
                            f"target ≤ 3 × slogdet({m + 1}) + {slack} = {goal:.1f} s and ≤ "
-                           f"{gigabytes} GB: {'met' if ok else 'MISSED'}")
-            log(f"relu {m}: {relu['s']:.2f} {relu['mb']} slogdet {base_s:.2f}")
+                           f"{gigabytes} GB: {'met' if ok else 'MISSED'}; check "
+                           f"{checked['s']:.1f} s, {checked['mb']} MB")
+            log(f"relu {m}: {relu['s']:.2f} {relu['mb']} slogdet {base_s:.2f} check "
+                f"{checked['s']:.2f} {checked['mb']}")
 
-        profile = profile_gpt2(folder)
+        prover = profile(folder, ["--crosscheck", "0", "--update", "--certificates", "c1",
+                                  "one.mlp"], PROVER_STEPS)
+        checker = profile(folder, ["check", "c1"], CHECKER_STEPS)
 
     growth = []
-    for n in (1025, 2049, 3073, 4097, 6145):
-        base_s, lu_s = slogdet(n, 1), exact_lu(n)
+    for n in (1025, 2049, 3073, 4097, 6145, 8193):
+        base_s, (lu_s, check_s) = slogdet(n, 1), exact_lu(n)
         fl = flint_det(n) if n <= 3073 else None
-        growth.append((n, f"{base_s:.2f}", f"{lu_s:.2f}", f"{lu_s / base_s:.1f}×",
-                       "—" if fl is None else f"{fl:.2f}"))
-        log(f"growth {n}: slogdet {base_s:.2f} lu {lu_s:.2f}")
+        growth.append((n, f"{base_s:.2f}", f"{lu_s:.2f}", f"{lu_s / base_s:.2f}×",
+                       f"{check_s:.3f}", "—" if fl is None else f"{fl:.2f}", load()))
+        log(f"growth {n}: slogdet {base_s:.2f} lu {lu_s:.2f} check {check_s:.3f}")
     print("\n".join(targets))
     print()
-    print(table(("job", "wall s", "peak MB", "outcome"), rows))
+    print(table(("job", "wall s", "peak MB", "load avg", "outcome"), rows))
     print()
-    print(table(("where one GPT-2 block's time goes (in-process)", "s"),
-                [(k, f"{v:.2f}") for k, v in profile.items()]))
+    print(table(("where one GPT-2 block's proof goes (in-process)", "s"),
+                [(k, f"{v:.2f}") for k, v in prover.items()]))
     print()
-    print(table(("order n", "numpy slogdet s", "exact LU mod p s", "LU / slogdet",
-                 "FLINT nmod_mat det s (with building it)"), growth))
+    print(table(("where its check goes (in-process, after the prover's imports)", "s"),
+                [(k, f"{v:.2f}") for k, v in checker.items()]))
+    print()
+    print(table(("order n", "numpy slogdet s", "exact LU + y mod p s", "LU / slogdet",
+                 "checking y s", "FLINT nmod_mat det s (with building it)", "load avg"),
+                growth))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ time includes interpreter start-up and imports.
 - (b) a 12-block GPT-2-small-shaped checkpoint in one spec (d = 768, m = 3072, gelu_tanh,
   biases, Hugging Face layout: `h.N.mlp.c_fc.weight` stored input × output, read with `.T`),
   twelve `claim HN is not absorbable`, bf16 and fp32; then the checker on its certificates;
-- (c) one such block, bf16 (and fp32): the own-width verdict (modular rank), then the
+- (c) one such block, bf16 (and fp32): the own-width verdict (modular functional), then the
   checker.
 
   python benchmarks/suite_checkpoints.py [--quick]     (--quick: one run each, no (b) fp32)

@@ -115,7 +115,7 @@ def markdown(r: dict[str, Any]) -> str:
         f"m = {LLAMA['m']}, bf16 .safetensors ({r['llama bytes'] / 2**20:.0f} MiB). "
         "`load` rows: numpy alone reads every array (bf16 widened to float32).",
         table(("job", "wall s", "peak MB", "exit", "first output line"), rows),
-        f"- T5: decided with the exact modular-rank certificate in "
+        f"- T5: decided with the exact modular-functional certificate in "
         f"{r['t5 prove']['seconds']:.1f} s and {r['t5 prove']['peak_mb']:.0f} MB "
         f"(target < 30 s, < 4 GB: {'met' if t5_ok else 'MISSED'}).",
         f"- LLaMA: `never` in {r['llama prove']['seconds']:.2f} s = {ratio:.2f}× numpy's load "

@@ -238,3 +238,33 @@ def test_certificate_names_colliding_in_one_run_are_refused(cli, tmp_path, monke
     run = cli("--crosscheck", "0", "--certificates", "out", "a", "b")
     assert run.code == 2 and "also the certificate name of" in run.err
     assert cli("check", "out").code == 0  # what was written is a's, and still right
+
+
+@pytest.mark.parametrize("kind", ["f2", "bf16", "f4", "f8"])
+def test_decoding_and_residues_in_bands_are_exact(kind, monkeypatch):
+    """The IEEE decoder and residue_matrix work a band of entries at a time (compact dtypes,
+    no full-size temporaries): with bands of 7 entries, every value of a 13 × 11 array with
+    zeros, subnormals, extremes and signs is still the exact rational, and every residue
+    (of the array and of its transpose) the residue of that rational."""
+    from absorb_formal.checker import files
+
+    monkeypatch.setattr(files, "_BAND", 7)
+    rng = np.random.default_rng(5)
+    dtype = {"f2": np.float16, "bf16": np.float32, "f4": np.float32, "f8": np.float64}[kind]
+    values = (rng.standard_normal((13, 11)) * 10.0 ** rng.integers(-3, 4, (13, 11)))
+    values = values.astype(dtype)
+    info = np.finfo(dtype)
+    values.flat[:6] = [0, -0.0, info.tiny, info.smallest_subnormal, -info.max, info.max]
+    if kind == "bf16":  # the top half of each float32
+        values = (values.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+        data = (values.view(np.uint32) >> 16).astype("<u2").tobytes()
+        got = files.decode(data, "bf16", 2, "<", values.size).reshape((13, 11))
+    else:
+        got = files.decode(values.astype(values.dtype.newbyteorder("<")).tobytes(), "f",
+                           values.dtype.itemsize, "<", values.size).reshape((13, 11))
+    want = [[Fraction(float(v)) for v in row] for row in values.tolist()]
+    assert got.fractions() == want
+    p = 2_097_143
+    residues = [[x.numerator * pow(x.denominator, -1, p) % p for x in row] for row in want]
+    assert got.residue_matrix(p).tolist() == residues
+    assert got.T.residue_matrix(p).tolist() == [list(c) for c in zip(*residues, strict=True)]

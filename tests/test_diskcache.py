@@ -92,3 +92,15 @@ def test_the_parser_tables_are_cached_and_parse_the_same(cache):
         assert loaded == built
     finally:
         parse.parser.cache_clear()
+
+
+def test_library_versions_are_read_as_importlib_metadata_reads_them():
+    """The cache key's library versions come from the dist-info folder names (no
+    importlib.metadata import at start-up): the same versions."""
+    from importlib import metadata
+
+    from absorb_formal import diskcache
+
+    for library in ("sympy", "lark", "numpy", "python-flint"):
+        assert diskcache._version(library) == metadata.version(library)
+    assert diskcache._version("no-such-library-here") == "absent"

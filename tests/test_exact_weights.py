@@ -118,19 +118,22 @@ def _large_absorbable(down_first_column: list[Fraction] | None = None,
                  Pos(1, 1))
 
 
-SMALL = {"d": 30, "m": 200}  # the modular-rank argument at a size the tests can afford
+SMALL = {"d": 30, "m": 200}  # the modular-functional argument at a size the tests can afford
 
 
 @pytest.mark.parametrize("variant", ["tenths literal", "int64 beyond 2^53"])
-def test_modular_rank_sees_exact_values(variant):
+def test_the_modular_functional_sees_exact_values(variant):
     if variant == "tenths literal":
         block = _large_absorbable([Fraction(3, 10) + r for r in range(30)], **SMALL)
     else:
         block = _large_absorbable(big_entry=2**53 + 1, **SMALL)
-    assert large.decide(block, 200).absorbable is None  # vec S in the span: minors are 0
+    from absorb_formal.decide import modular
+
+    assert modular.decide(block, 200, True) is None  # vec S in the span: no Y exists
+    assert large.decide(block, 200).absorbable is not False  # (the unique solution: J = {1})
 
 
-def test_modular_rank_still_refutes_generic_blocks():
+def test_the_modular_functional_still_refutes_generic_blocks():
     """The control: the same blocks with S = I are certified not absorbable."""
     from dataclasses import replace
 
@@ -140,7 +143,7 @@ def test_modular_rank_still_refutes_generic_blocks():
                   _large_absorbable(big_entry=2**53 + 1, **SMALL)):
         decision = large.decide(replace(block, skip=Skip(30, scale=Fraction(1))), 200)
         assert decision.absorbable is False and decision.certificate is not None
-        assert decision.certificate["kind"] == "modular rank"
+        assert decision.certificate["kind"] == "modular functional"
 
 
 def test_large_absorbable_block_is_not_refuted():

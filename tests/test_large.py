@@ -133,7 +133,7 @@ def test_a_multiple_of_p_is_not_trusted():
 def test_bf16_distinct_rows_now_decide_like_fp32(tmp_path, cli, monkeypatch):
     block = bf16_block(tmp_path)
     [own] = prove(tmp_path, cli, monkeypatch, block, "claim Big is not absorbable\n")
-    assert own["outcome"] == "proved" and own["certificate"]["kind"] == "modular rank"
+    assert own["outcome"] == "proved" and own["certificate"]["kind"] == "modular functional"
     verdict, _ = check_document(doc_at(tmp_path, 0)[0])
     assert verdict.status == "valid", verdict.reason
 
@@ -154,7 +154,7 @@ def test_parallel_bf16_rows_are_refuted_only_below_the_live_keys(tmp_path, cli, 
 
 @pytest.fixture
 def bounded(tmp_path, cli, monkeypatch):
-    """Identity skip: lo = m + 1 (modular rank at m), hi = m + d (doubles; spare pairs at
+    """Identity skip: lo = m + 1 (modular functional at m), hi = m + d (doubles; spare pairs at
     m + 2d)."""
     block = bf16_block(tmp_path, act="silu", bias=False)
     results = prove(tmp_path, cli, monkeypatch, block,
@@ -606,7 +606,7 @@ def test_the_first_dependent_rows_give_way_to_pivot_rows(tmp_path):
 def doubled(tmp_path, cli, monkeypatch):
     """Biases and a loaded matrix skip of full rank (d = 20 < 2·20): doubles at m + d, checked
     by the checker from the embedded weights; spare pairs at m + 2d; bounds m..m + d (the m
-    live keys below; the modular rank needs m + 1 ≤ d² coordinates, here 601 > 400)."""
+    live keys below; the modular functional needs m + 1 ≤ d² coordinates, here 601 > 400)."""
     block = doubles_block(tmp_path, act="gelu", skip="matrix")
     results = prove(tmp_path, cli, monkeypatch, block,
                     f"claim Big is absorbable at width {DM + DD}\n"

@@ -1,7 +1,9 @@
 """The exact LU mod p on float64 BLAS (checker/modlu.py) against FLINT's nmod_mat, the
 reference: random and adversarial matrices (every entry p − 1, equal rows, rank-deficient
 blocks, sizes that are not multiples of the base block, primes whose exactness limit forces
-the inner dimension to be cut), determinants and ranks."""
+the inner dimension to be cut, zero pivots that send the LU without row exchanges to the
+pivoting one at the first or a later block), determinants, ranks and the functionals y with
+yᵀ·M = (0, …, 0, c ≠ 0)."""
 
 from __future__ import annotations
 
@@ -174,6 +176,107 @@ def test_a_larger_determinant_crosses_the_recursion_levels():
     assert modlu.det_mod(a, p) == 0 and modlu.rank_mod(a, p) == 299
 
 
+def check_functional(a: np.ndarray, p: int) -> None:
+    """functional_floats against FLINT: None exactly when det ≡ 0, else yᵀ·a ≡ (0, …, 0, c)
+    with c ≠ 0, checked in Python integers."""
+    found = modlu.functional_floats((a % p).astype(np.float64), p)
+    if flint_det(a % p, p) == 0:
+        assert found is None
+        return
+    assert found is not None
+    y, c = found
+    assert len(y) == a.shape[0] and all(0 <= v < p for v in y) and 0 < c < p
+    product = [sum(v * int(x) for v, x in zip(y, column, strict=True)) % p
+               for column in (a % p).T.tolist()]
+    assert product == [0] * (a.shape[0] - 1) + [c]
+
+
+@pytest.mark.parametrize("p", [P21[0], P_SMALL_LIMIT, 101, 17])
+@pytest.mark.parametrize("kind", KINDS)
+def test_functionals_agree_with_flint(p, kind):
+    rng = np.random.default_rng(zlib.crc32(f"functional {p} {kind}".encode()))
+    for n in SIZES:
+        check_functional(adversarial(n, p, kind, rng), p)
+
+
+def late_zero_pivot(n: int, at: int, p: int, rng: np.random.Generator) -> np.ndarray:
+    """Non-singular (almost surely) with a singular leading minor of order at + 1: row `at`
+    agrees with a combination of the rows above it on its first at + 1 columns, so the LU
+    without row exchanges meets a zero pivot in column `at`."""
+    a = rng.integers(0, p, (n, n))
+    mix = rng.integers(0, p, at)
+    a[at, : at + 1] = (mix @ a[:at, : at + 1]) % p
+    return a
+
+
+@pytest.mark.parametrize("block", [4, 16, 128])
+def test_a_zero_pivot_in_a_later_block_hands_over_to_the_pivoting_lu(block, monkeypatch):
+    monkeypatch.setattr(modlu, "BLOCK", block)
+    rng = np.random.default_rng(block)
+    p = P21[0]
+    for n, at in [(9, 0), (9, 5), (40, 4), (40, 17), (300, 130), (300, 255), (300, 256)]:
+        a = late_zero_pivot(n, at, p, rng)
+        work = (a % p).astype(np.float64)
+        assert modlu._crout(work.copy(), p, modlu._Numpy) == at - at % min(block, n)
+        assert modlu.det_mod(a, p) == flint_det(a, p), (n, at)
+        check_functional(a, p)
+        a[n - 1] = a[0]  # and singular: no functional
+        assert modlu.det_mod(a, p) == 0
+        check_functional(a, p)
+
+
+@pytest.mark.parametrize("block", [3, 8, 128])
+def test_every_block_size_gives_flints_determinant(block, monkeypatch):
+    """Block columns of any width, sizes that are not multiples of it."""
+    monkeypatch.setattr(modlu, "BLOCK", block)
+    rng = np.random.default_rng(block + 1)
+    for p in (P21[0], P_SMALL_LIMIT):
+        for n in (1, 2, 7, 8, 9, 25, 130):
+            a = rng.integers(0, p, (n, n))
+            assert modlu.det_mod(a, p) == flint_det(a, p)
+            check_functional(a, p)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 30), st.sampled_from([P21[0], P_SMALL_LIMIT, 65_521, 17]),
+       st.integers(0, 2**32 - 1), st.integers(1, 9))
+def test_random_functionals_agree_with_flint(n, p, seed, block):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, p, (n, n))
+    if n > 3 and seed % 3 == 0:
+        a = late_zero_pivot(n, seed % (n - 1), p, rng)
+    old = modlu.BLOCK
+    modlu.BLOCK = block
+    try:
+        check_functional(a, p)
+    finally:
+        modlu.BLOCK = old
+
+
+def test_functional_values_are_the_pairings_with_the_terms():
+    """⟨Y, d_i u_iᵀ⟩ mod p for every i, against Python integers; inputs outside [0, p) and
+    grids beyond the bound are refused."""
+    rng = np.random.default_rng(2)
+    p = P21[0]
+    rows, cols, m = 5, 7, 30
+    grid = rng.integers(0, p, (rows, cols))
+    left, right = rng.integers(-p, p, (rows, m)), rng.integers(-p, p, (m, cols))
+    got = modlu.functional_values(grid.astype(np.float64), left, right, p).tolist()
+    want = [sum(int(grid[a, b]) * int(left[a, i]) * int(right[i, b])
+                for a in range(rows) for b in range(cols)) % p for i in range(m)]
+    assert got == want
+    with pytest.raises(ValueError):
+        modlu.functional_values(grid.astype(np.float64) + p, left, right, p)
+    with pytest.raises(ArithmeticError):
+        modlu.functional_values(np.zeros((2049, 1)), np.zeros((2049, 1)), np.zeros((1, 1)), p)
+
+
+def test_residues_beyond_the_product_bound_are_refused():
+    """The block elimination's delayed reduction assumes every block fits the bound."""
+    with pytest.raises(ArithmeticError):
+        modlu._eliminate_block(np.zeros((2049, 2049)), P21[0], modlu._Numpy)
+
+
 def test_the_gpu_path_agrees_where_a_gpu_exists():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -185,7 +288,22 @@ def test_the_gpu_path_agrees_where_a_gpu_exists():
             if n == 300:
                 a[7] = a[9]
             work = (a % p).astype(np.float64)
-            assert modlu.det_floats_gpu(work.copy(), p) == modlu.det_floats(work, p)
+            assert modlu.det_floats_gpu(work.copy(), p) == modlu.det_floats(work.copy(), p)
+            on_gpu = torch.from_numpy(work.copy()).to("cuda")
+            assert modlu.functional_floats(on_gpu, p, modlu.torch_backend()) == \
+                modlu.functional_floats(work, p)
+
+
+def test_the_blas_thread_count_is_restored_after_the_lu():
+    """The LU runs small (or, on a busy machine, all) products on one BLAS thread; the count
+    numpy's OpenBLAS had is restored afterwards, whatever the LU chose."""
+    blas = modlu._blas()
+    if blas.get is None:
+        pytest.skip("numpy's BLAS exposes no thread count")
+    before = blas.get()
+    a = np.random.default_rng(3).integers(0, P21[0], (300, 300))
+    assert modlu.det_mod(a, P21[0]) == flint_det(a, P21[0])
+    assert blas.get() == before
 
 
 @pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 33, 100])
@@ -209,3 +327,17 @@ def test_solve_agrees_with_flint(n, kind):
     expected = reference.solve(flint.nmod_mat([[int(v)] for v in b], p))
     assert found == [int(expected[i, 0]) for i in range(n)]
     assert (a @ np.array(found) - b) % p == pytest.approx(np.zeros(n))  # A x ≡ b
+
+
+@pytest.mark.parametrize("block", [4, 128])
+def test_solve_crosses_blocks_and_zero_pivots(block, monkeypatch):
+    """solve_floats runs the block LU (and its hand-over to row exchanges at a zero pivot in a
+    later block): against FLINT."""
+    monkeypatch.setattr(modlu, "BLOCK", block)
+    rng = np.random.default_rng(block)
+    p = P21[0]
+    for n, at in [(40, 17), (300, 130), (300, 256)]:
+        a = late_zero_pivot(n, at, p, rng)
+        b = rng.integers(0, p, n)
+        expected = flint.nmod_mat(a.tolist(), p).solve(flint.nmod_mat([[int(v)] for v in b], p))
+        assert modlu.solve_mod(a, b, p) == [int(expected[i, 0]) for i in range(n)]

@@ -1,4 +1,4 @@
-"""Blocks beyond the exact-work limit: the generic-case modular-rank certificate
+"""Blocks beyond the exact-work limit: the generic-case modular-functional certificate
 (docs/certificates.md), issued from loaded float weights and re-checked from the checker's own
 exact reading of the weight files the certificate names (file, key, SHA-256)."""
 
@@ -54,10 +54,10 @@ def certified(tmp_path, cli, monkeypatch):
     return path, json.loads(path.read_text(encoding="utf-8"))
 
 
-def test_large_generic_relu_block_is_refuted_with_a_modular_rank(certified, cli):
+def test_large_generic_relu_block_is_refuted_with_a_modular_functional(certified, cli):
     path, doc = certified
     assert doc["outcome"] == "proved"
-    assert doc["certificate"]["kind"] == "modular rank"
+    assert doc["certificate"]["kind"] == "modular functional"
     assert doc["blocks"]["Big"]["layers"]["sources"] == [
         {name: {"file": "w.npz", "key": name, "transpose": False,
                 "sha256": doc["files"]["w.npz"]} for name in ("up", "down")}]
@@ -99,12 +99,12 @@ def test_a_tampered_weight_file_is_caught_even_with_a_forged_hash(certified, tmp
         source["sha256"] = new_hash
     path.write_text(json.dumps(forged), encoding="utf-8")
     verdict, _ = check_document(path)
-    assert verdict.status == "invalid" and "determinant" in verdict.reason, verdict.reason
+    assert verdict.status == "invalid" and "not orthogonal" in verdict.reason, verdict.reason
 
 
 def test_a_rounding_loader_in_the_prover_is_caught_on_a_large_block(tmp_path, cli,
                                                                      monkeypatch):
-    """The prover's modular rank on float16-rounded weights does not hold for the exact ones
+    """The prover's functional on float16-rounded weights does not hold for the exact ones
     the checker reads from the file."""
     from absorb_formal.language import validate
 
@@ -115,37 +115,45 @@ def test_a_rounding_loader_in_the_prover_is_caught_on_a_large_block(tmp_path, cl
         real(path, key, vector).array().astype(np.float16).astype(np.float32), "plain"))
     assert cli("--crosscheck", "0", "--certificates", "certs", spec.name).code == 0
     verdict, _ = check_document(tmp_path / "certs" / "big.mlp.7.json")
-    assert verdict.status == "invalid" and "determinant" in verdict.reason, verdict.reason
+    assert verdict.status == "invalid" and "not orthogonal" in verdict.reason, verdict.reason
+
+
+def _y_changed(y):
+    return [(y[0] + 1) % 2_097_143] + y[1:]
 
 
 @pytest.mark.parametrize(("field", "value", "reason"), [
-    ("det_mod_p", 12345, "stored determinant"),
+    ("Y_dot_S", lambda v: v % 2_097_142 + 1, "stored <Y, S>"),
     ("prime", PRIME - 1, "not an odd prime"),
     ("rows", [0, 0, 1], "distinct coordinates"),
     ("rule", "§4 something else", "generic case"),
-    ("minor_primes", [2_097_133], "largest primes below"),
-    ("minor_primes", [], "largest primes below"),
-    ("minor_primes", [2_097_143, 2_097_133], "is not 0 mod 2097143"),
-    ("minor_primes", [2_097_144], "largest primes below"),
-    ("minor_primes", [2**31 - 1], "largest primes below"),
+    ("minor_prime", 2_097_133, "not orthogonal"),
+    ("minor_prime", 2_097_144, "not an odd prime below 2^21"),
+    ("minor_prime", 2**31 - 1, "not an odd prime below 2^21"),
+    ("minor_prime", 3, "residues in [0, 3)"),
+    ("Y", _y_changed, "not orthogonal"),
+    ("Y", lambda y: y[:-1], "m+1 residues"),
+    ("Y", lambda y: [y[0] + 2_097_143] + y[1:], "residues in [0"),
+    ("Y", lambda y: [0] * len(y), "<Y, S> is 0"),
 ])
 def test_corrupted_modular_certificates_are_rejected(certified, field, value, reason):
     path, doc = certified
     weights = _exact(path, doc)
     assert verify(doc, weights).status == "valid"
     broken = copy.deepcopy(doc)
-    broken["certificate"][field] = value
+    cert = broken["certificate"]
+    cert[field] = value(cert[field]) if callable(value) else value
     verdict = verify(broken, weights)
     assert verdict.status == "invalid" and reason in verdict.reason, verdict.reason
 
 
-def test_a_skip_inside_the_span_gives_a_zero_minor(certified):
-    """S = 0 makes the last column 0: the checker must refuse the certificate."""
+def test_a_skip_inside_the_span_is_refused(certified):
+    """S = 0 is orthogonal to every Y: the checker must refuse the certificate."""
     path, doc = certified
     broken = copy.deepcopy(doc)
     broken["blocks"]["Big"]["skip"] = {"scale": "0"}
     verdict = verify(broken, _exact(path, doc))
-    assert verdict.status == "invalid" and "0 mod p" in verdict.reason
+    assert verdict.status == "invalid" and "<Y, S> is 0" in verdict.reason
 
 
 def test_non_generic_large_blocks_stay_unknown(tmp_path, cli, monkeypatch):
@@ -161,14 +169,14 @@ def test_gelu_large_blocks_get_the_same_certificate(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     spec = big(tmp_path, act="gelu", skip="2")
     run = cli("--crosscheck", "0", "--certificates", "certs", spec.name)
-    assert run.code == 0 and "modular rank" in run.out, run.out
+    assert run.code == 0 and "modular functional" in run.out, run.out
     verdict, _ = check_document(tmp_path / "certs" / "big.mlp.7.json")
     assert verdict.status == "valid", verdict.reason
 
 
 def test_large_biased_gelu_blocks_get_the_certificate_too(tmp_path, cli, monkeypatch):
     """docs/rules.md §8.1: with biases the generic case is §4's subset condition unchanged, so the
-    same minor certifies a large biased block (a GPT-2-shaped layer, scaled down); biases are
+    same functional certifies a large biased block (a GPT-2-shaped layer, scaled down); biases are
     loaded as 1-D arrays, the up weights stored input × output and read with `.T`."""
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(3)
@@ -186,7 +194,7 @@ def test_large_biased_gelu_blocks_get_the_certificate_too(tmp_path, cli, monkeyp
 claim Big is not absorbable
 """, encoding="utf-8")
     run = cli("--crosscheck", "0", "--certificates", "certs", spec.name)
-    assert run.code == 0 and "modular rank" in run.out, run.out + run.err
+    assert run.code == 0 and "modular functional" in run.out, run.out + run.err
     verdict, _ = check_document(tmp_path / "certs" / "biased.mlp.6.json")
     assert verdict.status == "valid", verdict.reason
 
@@ -208,43 +216,38 @@ def test_vectorised_residues_are_the_exact_ones(values):
 
 
 
-def test_the_certificate_records_the_minor_primes(certified):
+def test_the_certificate_records_the_functional(certified):
     _, doc = certified
     cert = doc["certificate"]
-    assert cert["minor_primes"] == [2_097_143] and cert["prime"] == PRIME
-    assert 0 < cert["det_mod_p"] < 2_097_143
+    assert cert["minor_prime"] == 2_097_143 and cert["prime"] == PRIME
+    assert len(cert["Y"]) == M + 1 and all(0 <= v < 2_097_143 for v in cert["Y"])
+    assert 0 < cert["Y_dot_S"] < 2_097_143
 
 
-def test_a_minor_zero_mod_the_first_prime_is_tried_mod_the_next(certified, monkeypatch):
+def test_a_minor_singular_mod_the_first_prime_is_tried_mod_the_next(certified, monkeypatch):
     """A false zero mod the first prime (forced here) sends the prover to the second; the
-    certificate lists both and the checker recomputes the minor mod each: 0 mod the first
-    is then required, and fails for these weights (their minor is not 0 mod it)."""
+    checker accepts a functional modulo any odd prime below 2^21."""
     from absorb_formal.checker import modlu
     from absorb_formal.decide import modular
+    from absorb_formal.language import load_file
 
     path, doc = certified
     first, second = modlu.primes(2)
-    real = modlu.det_auto
-    monkeypatch.setattr(modlu, "det_auto",
-                        lambda work, p: 0 if p == first else real(work, p))
-    spec = path.parent.parent / "big.mlp"
-    from absorb_formal.language import load_file
-
-    block = load_file(spec).blocks["Big"]
+    real = modlu.functional_auto
+    monkeypatch.setattr(modlu, "functional_auto",
+                        lambda work, p: None if p == first else real(work, p))
+    block = load_file(path.parent.parent / "big.mlp").blocks["Big"]
     found = modular.decide(block, block.width, True)
-    assert found is not None and found.certificate["minor_primes"] == [first, second]
-    monkeypatch.setattr(modlu, "det_auto", real)
-    broken = copy.deepcopy(doc)
-    broken["certificate"].update(minor_primes=[first, second],
-                                 det_mod_p=found.certificate["det_mod_p"])
-    verdict = verify(broken, _exact(path, doc))
-    assert verdict.status == "invalid" and f"not 0 mod {first}" in verdict.reason
+    assert found is not None and found.certificate["minor_prime"] == second
+    other = copy.deepcopy(doc)
+    other["certificate"] = found.certificate
+    assert verify(other, _exact(path, doc)).status == "valid"
 
 
-def test_claims_queries_and_repeated_loads_share_one_determinant(tmp_path, monkeypatch):
-    """The residues and the minor are computed once per block's values (decide/large.py):
-    a second claim, a query's min-width bounds and the same spec loaded again reuse them; a
-    block with one weight changed does not."""
+def test_claims_queries_and_repeated_loads_share_one_lu(tmp_path, monkeypatch):
+    """The residues and the functional are computed once per block's values
+    (decide/large.py): a second claim, a query's min-width bounds and the same spec loaded
+    again reuse them; a block with one weight changed does not."""
     from absorb_formal.checker import modlu
     from absorb_formal.decide import large
     from absorb_formal.language import load_file
@@ -252,8 +255,9 @@ def test_claims_queries_and_repeated_loads_share_one_determinant(tmp_path, monke
     monkeypatch.setattr(large, "_RECENT", [])
     spec = big(tmp_path, seed=5)
     calls = []
-    real = modlu.det_auto
-    monkeypatch.setattr(modlu, "det_auto", lambda work, p: calls.append(p) or real(work, p))
+    real = modlu.functional_auto
+    monkeypatch.setattr(modlu, "functional_auto",
+                        lambda work, p: calls.append(p) or real(work, p))
     block = load_file(spec).blocks["Big"]
     first = large.decide(block, block.width)
     assert len(calls) == 1 and first.absorbable is False
@@ -308,49 +312,131 @@ def test_residues_in_bands_are_the_residues_of_the_whole(dtype, monkeypatch):
     assert whole.tolist() == want
 
 
-def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
-    """A minor whose determinant is a multiple of the first prime (S's one grid entry is that
-    prime): the prover records both primes and the determinant mod the second; the checker
-    recomputes 0 mod the first and the value mod the second, and accepts."""
-    import flint
+UP = [[1, 2, 3], [2, -1, 5], [3, 7, -2], [-4, 1, 6]]  # m = 4, d = 3: rows not parallel
+DOWN = [[2, -3, 1, 4], [5, 1, -2, 3], [-1, 4, 6, 2]]
 
-    from absorb_formal.checker import files, modlu
-    from absorb_formal.checker import modular as checking
-    from absorb_formal.decide import modular
+
+def _small(tmp_path, skip, down=DOWN, activation="relu"):
+    """A 3 × 4 block of integers as the prover loads it, and as the checker reads it."""
+    from absorb_formal.checker import files
     from absorb_formal.language import load_file
 
-    first, second = modlu.primes(2)
-    up = [[1, 2, 3], [2, -1, 5], [3, 7, -2], [-4, 1, 6]]  # m = 4, d = 3: rows not parallel
-    down = [[2, -3, 1, 4], [5, 1, -2, 3], [-1, 4, 6, 2]]
-    coords = [(r, c) for r in range(3) for c in range(3)][:5]
-    minor = [[down[r][i] * up[i][c] for i in range(4)] for r, c in coords]
-    skip = [[0] * 3 for _ in range(3)]
-    skip[0][0] = first  # the last column is first · e_1: det = first · (its cofactor)
-    det = int(flint.fmpz_mat([row + [skip[r][c]]
-                              for row, (r, c) in zip(minor, coords, strict=True)]).det())
-    assert det % first == 0 and det % second != 0
     spec = tmp_path / "z.mlp"
     spec.write_text(f"""block Z {{
-    activation relu  dim 3  width 4
+    activation {activation}  dim 3  width 4
     skip {skip}
-    up = {up}
+    up = {UP}
     down = {down}
 }}
 claim Z is not absorbable
 """, encoding="utf-8")
-    block = load_file(spec).blocks["Z"]
-    found = modular.decide(block, 4, True)
-    assert found is not None and found.absorbable is False
-    cert = found.certificate
-    assert cert["minor_primes"] == [first, second] and cert["det_mod_p"] == det % second
 
     def dyadic(rows):
         values = np.array(rows, dtype=np.int64)
         return files.Dyadic(values < 0, np.abs(values).astype(np.uint64),
                             np.zeros(values.shape, dtype=np.int64))
 
-    layers = [{"up": dyadic(up), "down": dyadic(down)}]
-    exact_skip = [[Fraction(v) for v in row] for row in skip]
-    checking.check(exact_skip, 4, layers, cert)  # valid: no exception
-    with pytest.raises(checking.Invalid, match="largest primes"):
-        checking.check(exact_skip, 4, layers, {**cert, "minor_primes": [second]})
+    layers = [{"up": dyadic(UP), "down": dyadic(down)}]
+    return load_file(spec).blocks["Z"], layers, [[Fraction(v) for v in row] for row in skip]
+
+
+def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
+    """A minor whose determinant is a multiple of the first prime (S's one grid entry is that
+    prime): no functional exists mod the first, so the prover certifies mod the second; the
+    checker accepts it there and refuses the same Y claimed mod the first."""
+    import flint
+
+    from absorb_formal.checker import modlu
+    from absorb_formal.checker import modular as checking
+    from absorb_formal.decide import modular
+
+    first, second = modlu.primes(2)
+    coords = [(r, c) for r in range(3) for c in range(3)][:5]
+    minor = [[DOWN[r][i] * UP[i][c] for i in range(4)] for r, c in coords]
+    skip = [[0] * 3 for _ in range(3)]
+    skip[0][0] = first  # the last column is first · e_1: det = first · (its cofactor)
+    det = int(flint.fmpz_mat([row + [skip[r][c]]
+                              for row, (r, c) in zip(minor, coords, strict=True)]).det())
+    assert det % first == 0 and det % second != 0
+    block, layers, exact_skip = _small(tmp_path, skip)
+    found = modular.decide(block, 4, True)
+    assert found is not None and found.absorbable is False
+    cert = found.certificate
+    assert cert["minor_prime"] == second and len(cert["Y"]) == 5
+    checking.check(exact_skip, 4, layers, cert, Fraction(1, 2))  # valid: no exception
+    with pytest.raises(checking.Invalid):
+        checking.check(exact_skip, 4, layers, {**cert, "minor_prime": first}, Fraction(1, 2))
+
+
+def test_a_dead_neuron_is_refused_even_with_an_orthogonal_y(tmp_path):
+    """A zero column of D makes its term 0, orthogonal to every Y: a Y built on the live terms
+    alone passes the orthogonality test, so the checker must require every neuron alive (the
+    generic case) — and the prover issues nothing for such a block."""
+    from absorb_formal.checker import modlu
+    from absorb_formal.checker import modular as checking
+    from absorb_formal.decide import modular
+
+    q = modlu.primes(1)[0]
+    down = [row[:] for row in DOWN]
+    for row in down:
+        row[3] = 0  # neuron 3 is dead
+    skip = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    block, layers, exact_skip = _small(tmp_path, skip, down)
+    assert modular.decide(block, 4, True) is None
+    coords = [(r, c) for r in range(3) for c in range(3)][:4]  # 4 coordinates: 3 live terms
+    minor = np.array([[down[r][i] * UP[i][c] for i in range(3)] + [skip[r][c]]
+                      for r, c in coords]) % q
+    y, value = modlu.functional_floats(minor.astype(np.float64), q)
+    forged = {"kind": "modular functional", "rule": "§4 generic case", "prime": PRIME,
+              "minor_prime": q, "rows": [0, 1], "cols": [0, 1, 2], "Y": y + [0],
+              "Y_dot_S": value}
+    grid = modlu.on_grid(y + [0], 2, 3)
+    d_res, u_res = np.array(down)[:2] % q, np.array(UP)[:, :3] % q
+    assert not modlu.functional_values(grid, d_res, u_res, q).any()  # orthogonal to all 4
+    with pytest.raises(checking.Invalid, match="not every neuron is alive"):
+        checking.check(exact_skip, 4, layers, forged, Fraction(1, 2))
+
+
+def test_a_prime_dividing_the_slope_is_refused(tmp_path):
+    """leaky_relu(1/q): a = (1 + 1/q)/2 has q in its denominator, so a functional mod q proves
+    nothing; the prover takes the next prime and the checker refuses q."""
+    from absorb_formal.checker import modlu
+    from absorb_formal.checker import modular as checking
+    from absorb_formal.decide import modular
+
+    first, second = modlu.primes(2)
+    skip = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    block, layers, exact_skip = _small(tmp_path, skip, activation=f"leaky_relu(1/{first})")
+    found = modular.decide(block, 4, True)
+    assert found is not None and found.certificate["minor_prime"] == second
+    slope = (1 + Fraction(1, first)) / 2
+    checking.check(exact_skip, 4, layers, found.certificate, slope)
+    other = modular._functional(block, block.layers[0].up, block.layers[0].down, [0, 1],
+                                [0, 1, 2], 4, first)
+    assert other is not None
+    y, value = other
+    forged = {**found.certificate, "minor_prime": first, "Y": y, "Y_dot_S": value}
+    with pytest.raises(checking.Invalid, match="divides the denominator of a"):
+        checking.check(exact_skip, 4, layers, forged, slope)
+
+
+def test_rows_alone_on_their_key_are_found_exactly_even_when_hashes_collide():
+    """checker/modular.py groups rows by a 64-bit hash, then compares rows sharing one: equal
+    rows are never alone, and rows that merely collide (built here) still are."""
+    from absorb_formal.checker.modular import _alone
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        m, d = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+        keys = rng.integers(0, 3, (m, d)).astype(np.int64)
+        present = rng.random(m) < 0.8
+        want = [bool(present[i]) and not any(
+            present[j] and j != i and (keys[j] == keys[i]).all() for j in range(m))
+            for i in range(m)]
+        assert _alone(keys, present).tolist() == want
+    w1 = 0x9E3779B97F4A7C15 | 1  # the second column's hash weight (the first's is 1)
+    y = next(y for y in range(1, 100) if (y * w1) % 2**64 < 2**63)
+    x = (y * w1) % 2**64
+    keys = np.array([[x, 0], [0, y], [x, 0], [1, 1]], dtype=np.int64)
+    assert _alone(keys[:2], np.ones(2, dtype=bool)).tolist() == [True, True]  # a collision
+    assert _alone(keys, np.ones(4, dtype=bool)).tolist() == [False, True, False, True]

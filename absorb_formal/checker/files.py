@@ -132,19 +132,35 @@ class Dyadic:
         """Which entries are non-zero (mag ≠ 0), as a bool array of the same shape."""
         return np.asarray(self.mag != 0)
 
+    def residue_block(self, p: int, rows: list[int] | None, cols: list[int] | None
+                      ) -> np.ndarray:
+        """The entries on rows × cols (None: all) mod p, as `residue_matrix`."""
+        index = np.ix_(range(self.shape[0]) if rows is None else rows,
+                       range(self.shape[1]) if cols is None else cols)
+        return Dyadic(self.neg[index], self.mag[index], self.exp[index]).residue_matrix(p)
+
     def residue_matrix(self, p: int) -> np.ndarray:
         """Every entry mod an odd prime p < 2^31 (int64), vectorised: mag mod p times 2^exp mod
-        p, from a table over the few exponents that occur."""
+        p, from a table over the few exponents that occur; a band of entries at a time (the
+        only full-size array is the result)."""
         if p % 2 == 0 or p >= 2**31:
             raise FileError("residues need an odd modulus below 2^31")
-        whole = (self.mag % np.uint64(p)).astype(np.int64)
-        whole = np.where(self.neg, (p - whole) % p, whole)
+        out = np.empty(self.mag.shape, dtype=np.int64)
         if not self.exp.size:
-            return whole
+            return out
         low = int(self.exp.min())
         table = np.array([pow(2, e, p) for e in range(low, int(self.exp.max()) + 1)],
                          dtype=np.int64)
-        return whole * table[self.exp - low] % p
+        flat_out, neg, mag, exp = (a.reshape(-1) for a in (out, self.neg, self.mag, self.exp))
+        for start in range(0, flat_out.size, _BAND):
+            part = slice(start, start + _BAND)
+            whole = (mag[part] % np.uint64(p)).astype(np.int64)
+            whole = np.where(neg[part], (p - whole) % p, whole)
+            flat_out[part] = whole * table[exp[part].astype(np.int64) - low] % p
+        return out
+
+
+_BAND = 1 << 20  # entries decoded or reduced at once
 
 
 def _fraction(neg: bool, mag: int, exp: int) -> Fraction:
@@ -159,18 +175,26 @@ _IEEE = {"f2": (16, 5, 10), "bf16": (16, 8, 7), "f4": (32, 8, 23), "f8": (64, 11
 
 
 def _ieee(bits: np.ndarray, total: int, ebits: int, fbits: int) -> Dyadic:
-    """IEEE binary: sign | biased exponent | fraction; subnormals have exponent 1 − bias."""
-    bits = bits.astype(np.uint64)
+    """IEEE binary: sign | biased exponent | fraction; subnormals have exponent 1 − bias.
+    Decoded a band at a time into compact arrays (mag uint32 up to 24 bits of mantissa,
+    exp int16: every binary format's exponents fit), so that an OPT-size matrix costs
+    about 7 bytes an entry, not 17, and no full-size temporaries."""
     bias = (1 << (ebits - 1)) - 1
-    field = ((bits >> np.uint64(fbits)) & np.uint64((1 << ebits) - 1)).astype(np.int64)
-    fraction = bits & np.uint64((1 << fbits) - 1)
-    if (field == (1 << ebits) - 1).any():
-        raise FileError("holds a NaN or an infinity")
-    normal = field != 0
-    mag = np.where(normal, fraction | np.uint64(1 << fbits), fraction)
-    exp = np.where(normal, field, 1) - bias - fbits
-    neg = (bits >> np.uint64(total - 1)).astype(bool)
-    return Dyadic(neg, mag, exp.astype(np.int64))
+    flat = bits.reshape(-1)
+    neg = np.empty(flat.shape, dtype=bool)
+    mag = np.empty(flat.shape, dtype=np.uint32 if fbits < 32 else np.uint64)
+    exp = np.empty(flat.shape, dtype=np.int16)
+    for start in range(0, flat.size, _BAND):
+        part = flat[start:start + _BAND].astype(np.uint64)
+        field = ((part >> np.uint64(fbits)) & np.uint64((1 << ebits) - 1)).astype(np.int64)
+        fraction = part & np.uint64((1 << fbits) - 1)
+        if (field == (1 << ebits) - 1).any():
+            raise FileError("holds a NaN or an infinity")
+        normal = field != 0
+        mag[start:start + _BAND] = np.where(normal, fraction | np.uint64(1 << fbits), fraction)
+        exp[start:start + _BAND] = np.where(normal, field, 1) - bias - fbits
+        neg[start:start + _BAND] = (part >> np.uint64(total - 1)).astype(bool)
+    return Dyadic(neg.reshape(bits.shape), mag.reshape(bits.shape), exp.reshape(bits.shape))
 
 
 def _x86_extended(raw: np.ndarray) -> Dyadic:

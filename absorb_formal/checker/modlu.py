@@ -1,6 +1,7 @@
 """Exact linear algebra modulo a small prime, carried out by float64 BLAS (the idea of
-FFLAS-FFPACK): determinants and ranks of integer matrices mod p, used by the checker and,
-through this one module, by the prover (decide/modular.py).
+FFLAS-FFPACK): determinants, ranks and left null vectors of integer matrices mod p, used by
+the prover (decide/modular.py: the modular functional's LU) and the checker (its one
+product), through this one module.
 
 Why floats are exact here. Every value this module keeps is an integer of magnitude at most
 p − 1, stored in a float64 (53-bit significand: every integer of magnitude below 2^53 is
@@ -21,13 +22,31 @@ are bounded differently.)
 
 Why the checker owns it. The checker imports nothing from the prover; the prover may use the
 checker's primitives. Sharing this one module, tested against FLINT (tests/test_modlu.py),
-makes the determinant one trusted component, like python-flint was before it, instead of two
-copies that could drift apart.
+makes the exact modular arithmetic one trusted component, like python-flint was before it,
+instead of two copies that could drift apart. (For the modular functional the checker uses
+only one product; the LU also serves the checker's doubles determinant and unique-subset
+solve.)
 
-Algorithm: a recursive, rank-revealing LU on columns (Toledo's recursion): factor the left
-half, apply its row swaps to the right half, solve with the left half's unit-lower
-triangle, update the Schur complement with one matrix product, factor it. Work O(n^ω) in
-BLAS, memory: the matrix itself plus bounded temporaries.
+Reductions of products of two residues (`product_minor`) use the floor instead: for
+0 ≤ x < p² < 2^52, x − p·⌊x·fl(1/p)⌋ is exactly x mod p unless x is a non-zero multiple of p
+(see there).
+
+Algorithm. First a left-looking block LU without row exchanges (Crout): for each block
+column of BLOCK columns, one product brings its panel up to date (A[k:, k] −= L[k:, :k]·U[:k, k]),
+the BLOCK×BLOCK diagonal block is eliminated column by column, and two products with the
+inverses of its triangles give its part of L and of U. Every entry is updated once, by long
+products cut into exact pieces, and reduced a few times in all: the work is the LU's 2n³/3
+flops in BLAS plus O(n²·BLOCK). A zero pivot in a diagonal block (mod a prime near 2^21, for
+generic matrices about one chance in p per column) hands the rest — the Schur complement of
+the rows and columns done — to a recursive, rank-revealing LU with row exchanges (Toledo's
+recursion on columns: factor the left half, apply its row swaps to the right half, solve
+with the left half's unit-lower triangle, update the Schur complement with one matrix
+product, factor it). Memory: the matrix itself plus bounded temporaries.
+
+Certificates that are cheap to check (`functional_floats`): from M[order] = L·U, the last row
+v of L⁻¹ gives y with yᵀ·M = (0, …, 0, U[n−1, n−1]): a vector orthogonal to every column but
+the last, found with one back-substitution (O(n²)) after the LU, and checked with one
+product, without any LU.
 """
 
 from __future__ import annotations
@@ -39,7 +58,8 @@ from typing import Any
 import numpy as np
 
 EXACT = 2**53  # float64 represents every integer of magnitude below this exactly
-BASE = 16  # columns below which the elimination goes column by column
+BASE = 16  # columns below which the recursive (pivoting) elimination goes column by column
+BLOCK = 128  # columns of a diagonal block of the left-looking LU without row exchanges
 ROWS_PER_PRODUCT = 1024  # rows of a product computed at once (bounds the temporaries)
 SEARCH_FROM = 2**21  # minor primes: the largest primes below 2^21, in decreasing order
 
@@ -103,12 +123,14 @@ class _Numpy:
 
     @staticmethod
     def product(a: Any, b: Any) -> Any:
+        _choose_threads(a.shape[0] * a.shape[1] * b.shape[1])
         return a @ b
 
     @staticmethod
     def sub_product(c: Any, a: Any, b: Any, p: int) -> None:
         """c ← c − a·b, reduced, through one scratch buffer (no fresh temporaries)."""
         work = _scratch(*c.shape)
+        _choose_threads(a.shape[0] * a.shape[1] * b.shape[1])
         np.matmul(a, b, out=work)
         np.subtract(c, work, out=c)
         np.multiply(c, 1.0 / p, out=work)
@@ -118,8 +140,14 @@ class _Numpy:
 
     @staticmethod
     def integers_below(a: Any, p: int) -> bool:
-        """Every entry an integer of magnitude below p (what the bound assumes)."""
-        return bool((np.abs(a) < p).all() and (np.rint(a) == a).all())
+        """Every entry an integer of magnitude below p (what the bound assumes); a band of
+        rows at a time (bounded temporaries)."""
+        step = max(1, (1 << 18) // max(1, a.shape[1] if a.ndim > 1 else 1))
+        for start in range(0, a.shape[0], step):
+            band = a[start:start + step]
+            if not ((np.abs(band) < p).all() and (np.rint(band) == band).all()):
+                return False
+        return True
 
     @staticmethod
     def first_nonzero(column: Any) -> int | None:
@@ -148,6 +176,117 @@ class _Numpy:
     @staticmethod
     def to_list(v: Any) -> list[int]:
         return [int(x) for x in v.tolist()]
+
+    @staticmethod
+    def copy(a: Any) -> Any:
+        return a.copy()
+
+    @staticmethod
+    def strict_lower(a: Any) -> Any:
+        return np.tril(a, -1)
+
+    @staticmethod
+    def strict_upper(a: Any) -> Any:
+        return np.triu(a, 1)
+
+    @staticmethod
+    def from_list(values: list[int], like: Any) -> Any:
+        return np.array(values, dtype=np.float64)
+
+    @staticmethod
+    def zeros(n: int, like: Any) -> Any:
+        return np.zeros(n, dtype=np.float64)
+
+
+THREADED_FROM = 1 << 26  # multiply-adds from which a product may use every BLAS thread
+
+
+class _BlasThreads:
+    """OpenBLAS's thread count, where numpy's OpenBLAS exposes its setter (else nothing is
+    changed). A product split over threads waits for the slowest: on a machine whose cores
+    are busy with other work that made the LU 4–8 times slower than on one thread. So inside
+    the LU (`blas_threads`) a product runs on one thread when it has fewer than THREADED_FROM
+    multiply-adds or when another process is running (Linux: the running count of
+    /proc/loadavg less this process's own running threads, read before each large product),
+    and on OpenBLAS's own count otherwise; the count is restored afterwards. Speed only: no
+    value depends on it (each thread computes whole dot products, and the bound holds for any
+    order of summation)."""
+
+    def __init__(self) -> None:
+        self.get: Any = None
+        self.set: Any = None
+        self.default = self.current = 1
+        try:
+            import ctypes
+            import glob
+
+            folder = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+            for path in sorted(glob.glob(os.path.join(folder, "*openblas*"))):
+                library = ctypes.CDLL(path)
+                for prefix in ("scipy_openblas", "openblas"):
+                    for suffix in ("64_", ""):
+                        getter = getattr(library, f"{prefix}_get_num_threads{suffix}", None)
+                        setter = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
+                        if getter is not None and setter is not None:
+                            getter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
+                            self.get, self.set = getter, setter
+                            return
+        except OSError:
+            pass
+
+    def use(self, count: int) -> None:
+        if self.set is not None and count != self.current:
+            self.set(count)
+            self.current = count
+
+    @staticmethod
+    def others_running() -> int:
+        """Tasks running or runnable now that are not this process's (0 where unknown)."""
+        try:
+            with open("/proc/loadavg", encoding="ascii") as stream:
+                running = int(stream.read().split()[3].split("/")[0])
+            mine = 0
+            for task in os.listdir("/proc/self/task"):
+                with open(f"/proc/self/task/{task}/stat", encoding="ascii") as stream:
+                    mine += stream.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, ValueError, IndexError):
+            return 0
+        return max(0, running - max(mine, 1))
+
+
+_BLAS: list[_BlasThreads] = []
+_SESSION: list[bool] = []  # inside `blas_threads`
+
+
+def _blas() -> _BlasThreads:
+    if not _BLAS:
+        _BLAS.append(_BlasThreads())
+    return _BLAS[0]
+
+
+class blas_threads:  # noqa: N801 - a context manager, used like a function
+    """The LU's products choose their thread count (`_BlasThreads`); OpenBLAS's own count is
+    restored on leaving."""
+
+    def __enter__(self) -> None:
+        blas = _blas()
+        if blas.get is not None and not _SESSION:
+            blas.default = blas.current = int(blas.get())
+        _SESSION.append(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _SESSION.pop()
+        if not _SESSION:
+            _blas().use(_blas().default)
+
+
+def _choose_threads(work: int) -> None:
+    """Before a product of `work` multiply-adds, inside `blas_threads`."""
+    if _SESSION:
+        blas = _blas()
+        if blas.set is not None:
+            idle = work >= THREADED_FROM and blas.default > 1 and blas.others_running() == 0
+            blas.use(blas.default if idle else 1)
 
 
 _SCRATCH: list[Any] = []  # one reusable buffer: no page faults from fresh temporaries
@@ -191,6 +330,152 @@ def _solve_lower(lower: Any, b: Any, p: int, xp: Any) -> None:
     _solve_lower(lower[:h, :h], b[:h], p, xp)
     _sub_product(b[h:], lower[h:, :h], b[:h], p, xp)
     _solve_lower(lower[h:, h:], b[h:], p, xp)
+
+
+def _times(a: Any, b: Any, p: int, xp: Any) -> Any:
+    """(a·b) mod p as a new array; inner dimension at most inner_limit(p) (a small square
+    factor: the triangle inverses)."""
+    _product_bound(a.shape[1], p)
+    out = xp.product(a, b)
+    xp.reduce(out, p)
+    return out
+
+
+def _right_multiply(x: Any, t: Any, p: int, xp: Any) -> None:
+    """x ← x·t mod p in place, t square of order ≤ inner_limit(p); a band of rows at a time
+    (each band's product is taken before it is overwritten)."""
+    _product_bound(t.shape[0], p)
+    for row in range(0, x.shape[0], ROWS_PER_PRODUCT):
+        band = x[row:row + ROWS_PER_PRODUCT]
+        band[...] = _times(band, t, p, xp)
+
+
+def _left_multiply(t: Any, x: Any, p: int, xp: Any) -> None:
+    """x ← t·x mod p in place, t square of order ≤ inner_limit(p); a band of columns at a
+    time."""
+    _product_bound(t.shape[0], p)
+    step = max(1, (1 << 22) // max(1, x.shape[0]))
+    for col in range(0, x.shape[1], step):
+        band = x[:, col:col + step]
+        band[...] = _times(t, band, p, xp)
+
+
+def _eliminate_block(t: Any, p: int, xp: Any) -> bool:
+    """t ← L\\U in place (unit lower L below the diagonal, U on and above it), with no row
+    exchanges; False at a zero pivot (t is then partly eliminated). Delayed reduction: after
+    j rank-one updates (factors reduced, of magnitude < p) an entry has magnitude at most
+    (p − 1) + j·(p − 1)², below 2^53 for j ≤ inner_limit(p) (raised on), and only the row and
+    column about to be used are reduced."""
+    b = t.shape[0]
+    _product_bound(b, p)
+    for j in range(b):
+        row, column = t[j, j:], t[j + 1:, j]
+        xp.reduce(row, p)
+        pivot = int(row[0]) % p
+        if pivot == 0:
+            return False
+        if j + 1 < b:
+            xp.reduce(column, p)
+            column *= pow(pivot, -1, p)
+            xp.reduce(column, p)
+            t[j + 1:, j + 1:] -= column[:, None] * row[None, 1:]
+    return True
+
+
+def _inverse_unit_lower(t: Any, p: int, xp: Any) -> Any:
+    """L⁻¹ mod p, L = I + N unit lower triangular (N: the strict lower part of t, order
+    ≤ inner_limit(p)). By halves, [[A, 0], [C, B]]⁻¹ = [[A⁻¹, 0], [−B⁻¹·C·A⁻¹, B⁻¹]]; below
+    BASE rows L⁻¹ = Σ_k (−N)^k = Π_i (I + (−N)^(2^i)), N being nilpotent."""
+    n = t.shape[0]
+    if n > BASE:
+        h = n // 2
+        out = xp.identity_like(t)
+        out[:h, :h] = _inverse_unit_lower(t[:h, :h], p, xp)
+        out[h:, h:] = _inverse_unit_lower(t[h:, h:], p, xp)
+        out[h:, :h] = -_times(out[h:, h:], _times(t[h:, :h], out[:h, :h], p, xp), p, xp)
+        return out
+    power = -xp.strict_lower(t)
+    result = xp.identity_like(t) + power
+    span = 2
+    while span < n:  # result = Σ_{k < span} (−N)^k
+        power = _times(power, power, p, xp)
+        result = result + _times(result, power, p, xp)
+        xp.reduce(result, p)
+        span *= 2
+    return result
+
+
+def _inverse_upper(t: Any, p: int, xp: Any) -> Any:
+    """U⁻¹ mod p, U the upper triangle of t with a non-zero diagonal. By halves,
+    [[A, C], [0, B]]⁻¹ = [[A⁻¹, −A⁻¹·C·B⁻¹], [0, B⁻¹]]; below BASE rows U = (I + N)·D with N
+    strictly upper (N = U·D⁻¹ − I), so U⁻¹ = D⁻¹·(I + N)⁻¹ = D⁻¹·Σ_k (−N)^k."""
+    n = t.shape[0]
+    if n > BASE:
+        h = n // 2
+        out = xp.identity_like(t)
+        out[:h, :h] = _inverse_upper(t[:h, :h], p, xp)
+        out[h:, h:] = _inverse_upper(t[h:, h:], p, xp)
+        out[:h, h:] = -_times(out[:h, :h], _times(t[:h, h:], out[h:, h:], p, xp), p, xp)
+        return out
+    inverses = [pow(int(v) % p, -1, p) for v in xp.to_list(t.diagonal())]
+    d_inv = xp.from_list(inverses, t)
+    power = xp.strict_upper(t) * d_inv[None, :]  # N = strict part of U·D⁻¹
+    xp.reduce(power, p)
+    power = -power
+    result = xp.identity_like(t) + power
+    span = 2
+    while span < n:
+        power = _times(power, power, p, xp)
+        result = result + _times(result, power, p, xp)
+        xp.reduce(result, p)
+        span *= 2
+    result *= d_inv[:, None]
+    xp.reduce(result, p)
+    return result
+
+
+def _crout(a: Any, p: int, xp: Any) -> int:
+    """LU of the square `a` without row exchanges, in place, a block column at a time
+    (left-looking): returns n when done (a = L\\U), else the first row k0 of the block whose
+    elimination met a zero pivot — then a[:, :k0] holds L's first columns, a[:k0] U's first
+    rows, and a[k0:, k0:] the Schur complement of a[:k0, :k0] (reduced), the rest for the
+    pivoting LU."""
+    n = a.shape[0]
+    b = min(BLOCK, inner_limit(p))
+    for k0 in range(0, n, b):
+        k1 = min(k0 + b, n)
+        _sub_product(a[k0:, k0:k1], a[k0:, :k0], a[:k0, k0:k1], p, xp)  # panel up to date
+        block = xp.copy(a[k0:k1, k0:k1])
+        if not _eliminate_block(block, p, xp):
+            _sub_product(a[k0:, k1:], a[k0:, :k0], a[:k0, k1:], p, xp)  # the Schur complement
+            return k0
+        a[k0:k1, k0:k1] = block
+        if k1 < n:
+            _sub_product(a[k0:k1, k1:], a[k0:k1, :k0], a[:k0, k1:], p, xp)
+            _left_multiply(_inverse_unit_lower(block, p, xp), a[k0:k1, k1:], p, xp)  # U
+            _right_multiply(a[k1:, k0:k1], _inverse_upper(block, p, xp), p, xp)  # L
+    return n
+
+
+def _lu(a: Any, p: int, xp: Any) -> Any | None:
+    """a[order] = L·U in place (L unit lower below the diagonal, U on and above it) for a
+    square `a`: the row order, or None when `a` is singular mod p. Without row exchanges
+    while every diagonal block has its pivots (`_crout`), the rest by the pivoting LU."""
+    n = a.shape[0]
+    done = _crout(a, p, xp)
+    order = xp.arange(n)
+    if done == n:
+        return order
+    try:
+        pivots, rest = _factor(a[done:, done:], p, xp, True)
+    except Singular:
+        return None
+    if len(pivots) < n - done:
+        return None
+    if not _identity(rest, xp):
+        xp.take_rows(a[done:, :done], rest)
+        order[done:] = done + rest
+    return order
 
 
 class Singular(Exception):
@@ -280,20 +565,22 @@ def _as_floats(matrix: Any, p: int, xp: Any) -> Any:
     return out.astype(np.float64)
 
 
-def det_floats(work: Any, p: int, xp: Any = _Numpy) -> int:
-    """det mod p of a square float64 array of integers in [0, p), destroyed in place."""
-    n = work.shape[0]
+def _checked(work: Any, p: int, xp: Any) -> None:
     if not usable(p):
         raise ValueError(f"{p} is not a prime this module can work with")
     if not xp.integers_below(work, p):
         raise ValueError(f"the matrix must hold integers of magnitude below {p}")
-    if n == 0:
+
+
+def det_floats(work: Any, p: int, xp: Any = _Numpy) -> int:
+    """det mod p of a square float64 array of integers of magnitude < p, destroyed in
+    place."""
+    _checked(work, p, xp)
+    if work.shape[0] == 0:
         return 1
-    try:
-        pivots, order = _factor(work, p, xp, True)
-    except Singular:
-        return 0
-    if len(pivots) < n:
+    with blas_threads():
+        order = _lu(work, p, xp)
+    if order is None:
         return 0
     det = _parity(xp.to_list(order)) % p
     for value in xp.to_list(work.diagonal()):
@@ -301,12 +588,54 @@ def det_floats(work: Any, p: int, xp: Any = _Numpy) -> int:
     return det
 
 
+def _last_row_of_inverse(lower: Any, p: int, xp: Any) -> Any:
+    """v with vᵀ·L = e_lastᵀ mod p (the last row of L⁻¹), L unit lower triangular (its strict
+    lower part in `lower`), in [0, p). Backwards: v_j = −Σ_{i>j} v_i·L[i, j], by blocks
+    of BLOCK rows: the solved entries' share by one product (exact pieces), then within the
+    block one dot product of fewer than BLOCK terms per entry (below BLOCK·(p−1)² < 2^53)."""
+    n = lower.shape[0]
+    v = xp.zeros(n, lower)
+    v[n - 1] = 1
+    b = min(BLOCK, inner_limit(p))
+    _product_bound(b, p)
+    for end in range(n - 1, -1, -b):  # block [start, end] (end included), right to left
+        start = max(0, end - b + 1)
+        if end + 1 < n:  # contributions of the solved v[end+1:] to this block's entries
+            part = v[start:end + 1][None, :]
+            _sub_product(part, v[end + 1:][None, :], lower[end + 1:, start:end + 1], p, xp)
+        for j in range(end - 1, start - 1, -1):  # within the block: one entry at a time
+            share = v[j + 1:end + 1] @ lower[j + 1:end + 1, j]
+            v[j] = (v[j] - share) % p  # integers below 2^53: an exact float remainder
+    xp.reduce(v, p)
+    v[v < 0] += p
+    return v
+
+
+def functional_floats(work: Any, p: int, xp: Any = _Numpy) -> tuple[list[int], int] | None:
+    """(y, c) with yᵀ·M ≡ (0, …, 0, c) mod p and c ≠ 0, M the square float64 array of
+    integers of magnitude < p (destroyed in place), or None when M is singular mod p. y is
+    orthogonal to every column but the last: the last column is outside the span of the
+    others mod p. From M[order] = L·U: v = last row of L⁻¹, y[order] = v, c = U[n−1, n−1]."""
+    _checked(work, p, xp)
+    n = work.shape[0]
+    if n == 0:
+        return None
+    with blas_threads():
+        order = _lu(work, p, xp)
+        if order is None:
+            return None
+        v = xp.to_list(_last_row_of_inverse(work, p, xp))
+    y = [0] * n
+    for position, row in enumerate(xp.to_list(order)):
+        y[row] = v[position]
+    return y, int(work[n - 1, n - 1]) % p
+
 def solve_floats(work: Any, p: int) -> list[int] | None:
     """The unique x with A·x ≡ b (mod p), for the n×(n+1) float64 array [A | b] of integers
-    in [0, p) (destroyed in place); None when A is singular mod p. The LU of [A | b] leaves
-    U | L⁻¹P·b (the elimination of the last column is that of b); back substitution then
-    runs in int64: each product of two residues is below p² and a row's sum below n·p² <
-    2^63, raised on otherwise."""
+    in [0, p) (destroyed in place); None when A is singular mod p. A[order] = L·U by the LU
+    above (`_lu`), then b[order] ← L⁻¹·b[order] (`_solve_lower`, exact products), and back
+    substitution in int64: each product of two residues is below p² and a row's sum below
+    n·p² < 2^63, raised on otherwise."""
     n = work.shape[0]
     if work.shape[1] != n + 1:
         raise ValueError("solve_floats takes an n×(n+1) matrix [A | b]")
@@ -318,17 +647,19 @@ def solve_floats(work: Any, p: int) -> list[int] | None:
         raise ArithmeticError(f"back substitution of order {n} mod {p} overflows int64")
     if n == 0:
         return []
-    try:
-        pivots, _ = _factor(work, p, _Numpy, True)
-    except Singular:
-        return None
-    if pivots != list(range(n)):
-        return None
-    upper = np.rint(work).astype(np.int64) % p  # the entries are integers already: exact
+    square = work[:, :n]
+    with blas_threads():
+        order = _lu(square, p, _Numpy)
+        if order is None:
+            return None
+        rhs = work[order, n:]  # a copy, in the LU's row order
+        _solve_lower(square, rhs, p, _Numpy)
+    upper = np.rint(square).astype(np.int64) % p  # the entries are integers already: exact
+    y = np.rint(rhs[:, 0]).astype(np.int64) % p
     x = np.zeros(n, dtype=np.int64)
     for i in range(n - 1, -1, -1):
         rest = int(upper[i, i + 1:n] @ x[i + 1:]) if i + 1 < n else 0
-        x[i] = (int(upper[i, n]) - rest) * pow(int(upper[i, i]), -1, p) % p
+        x[i] = (int(y[i]) - rest) * pow(int(upper[i, i]), -1, p) % p
     return [int(v) for v in x]
 
 
@@ -361,7 +692,8 @@ def pivot_columns(matrix: Any, p: int) -> list[int]:
         return []
     if not _Numpy.integers_below(work, p):
         raise ValueError(f"the matrix must hold integers of magnitude below {p}")
-    return _factor(work, p, _Numpy, False)[0]
+    with blas_threads():
+        return _factor(work, p, _Numpy, False)[0]
 
 
 def bytes_needed(n: int) -> int:
@@ -407,16 +739,37 @@ def product_minor(left: np.ndarray, right: np.ndarray, row_pos: np.ndarray,
                   col_pos: np.ndarray, last: np.ndarray, p: int) -> np.ndarray:
     """The (m+1)×(m+1) matrix M[t, i] = left[row_pos[t], i]·right[i, col_pos[t]] mod p
     (i < m), M[t, m] = last[t], as float64 integers in [0, p): the minor of
-    [vec(d_i u_iᵀ) | vec S] on the coordinates (row_pos[t], col_pos[t]). Built a band of rows
-    at a time in int64 (products < p² < 2^63), so the only full-size array is the result."""
+    [vec(d_i u_iᵀ) | vec S] on the coordinates (row_pos[t], col_pos[t]). A run of
+    coordinates on one row r (a grid row) is the block right[:, cols]ᵀ with column i scaled
+    by left[r, i]: no gather but of right's columns, and the only full-size array is the
+    result. Each product x of two residues is below p² < 2^52, exact in float64, and reduced
+    there as x − p·⌊x·fl(1/p)⌋: the computed quotient is within x/p·2^−52 < 1/p of x/p, so
+    the floor is ⌊x/p⌋ except for a non-zero multiple of p, which a product of two non-zero
+    residues mod a prime never is: the result is x mod p exactly."""
+    _product_bound(1, p)
+    if p >= 1 << 26:
+        raise ArithmeticError(f"{p}² is not below 2^52")
     size = len(row_pos)
     m = left.shape[1]
     out = np.empty((size, m + 1), dtype=np.float64)
-    left, right = left % p, right % p
-    step = max(1, (1 << 22) // max(1, m))
-    for start in range(0, size, step):
-        band = slice(start, start + step)
-        out[band, :m] = left[row_pos[band], :] * right[:, col_pos[band]].T % p
+    left = (np.asarray(left, dtype=np.int64) % p).astype(np.float64)
+    right_t = np.ascontiguousarray((np.asarray(right, dtype=np.int64) % p).T.astype(np.float64))
+    row_pos, col_pos = np.asarray(row_pos), np.asarray(col_pos)
+    starts = [0, *(np.flatnonzero(row_pos[1:] != row_pos[:-1]) + 1).tolist(), size]
+    rows_per_band = max(1, (1 << 16) // max(1, m))  # bands of about 2^16 entries (in cache)
+    work = np.empty((rows_per_band, m))
+    for start, stop in zip(starts[:-1], starts[1:], strict=True):
+        factor, cols = left[row_pos[start]], col_pos[start:stop]
+        simple = bool((cols == np.arange(cols[0], cols[0] + len(cols))).all())
+        block = right_t[cols[0]:cols[0] + len(cols)] if simple else right_t[cols]
+        for first in range(0, stop - start, rows_per_band):
+            band = out[start + first:min(stop, start + first + rows_per_band), :m]
+            scratch = work[:band.shape[0]]
+            np.multiply(block[first:first + band.shape[0]], factor, out=band)
+            np.multiply(band, 1.0 / p, out=scratch)
+            np.floor(scratch, out=scratch)
+            scratch *= p
+            band -= scratch
     out[:, m] = np.asarray(last, dtype=np.int64) % p
     return out
 
@@ -531,9 +884,44 @@ def torch_backend() -> Any | None:
         def to_list(v: Any) -> list[int]:
             return [int(x) for x in v.cpu().tolist()]
 
+        @staticmethod
+        def copy(a: Any) -> Any:
+            return a.clone()
+
+        @staticmethod
+        def strict_lower(a: Any) -> Any:
+            return torch.tril(a, -1)
+
+        @staticmethod
+        def strict_upper(a: Any) -> Any:
+            return torch.triu(a, 1)
+
+        @staticmethod
+        def from_list(values: list[int], like: Any) -> Any:
+            return torch.tensor(values, dtype=like.dtype, device=like.device)
+
+        @staticmethod
+        def zeros(n: int, like: Any) -> Any:
+            return torch.zeros(n, dtype=like.dtype, device=like.device)
+
     # TF32 never applies to float64; ask for full precision regardless
     torch.backends.cuda.matmul.allow_tf32 = False
     return _Torch
+
+
+def _gpu(work: np.ndarray) -> tuple[Any, Any] | None:
+    """(the array on the CUDA device, the torch backend) when a device should take this
+    order: at least GPU_FROM, ABSORB_FORMAL_GPU not 0, an NVIDIA driver visible (torch is
+    imported only then: it costs seconds) and torch with CUDA; else None."""
+    if (work.shape[0] < GPU_FROM or os.environ.get("ABSORB_FORMAL_GPU", "1") == "0"
+            or not os.path.exists("/proc/driver/nvidia/version")):
+        return None
+    backend = torch_backend()
+    if backend is None:
+        return None
+    import torch
+
+    return torch.from_numpy(work).to("cuda"), backend
 
 
 def det_floats_gpu(work: np.ndarray, p: int) -> int | None:
@@ -546,16 +934,48 @@ def det_floats_gpu(work: np.ndarray, p: int) -> int | None:
     return det_floats(torch.from_numpy(work).to("cuda"), p, backend)
 
 
-GPU_FROM = 2048  # order from which a CUDA device, when present, takes the determinant
+GPU_FROM = 2048  # order from which a CUDA device, when present, takes the LU
 
 
 def det_auto(work: np.ndarray, p: int) -> int:
     """det_floats, on a CUDA device (torch) when one is present, the order is at least
-    GPU_FROM and ABSORB_FORMAL_GPU is not 0; else on the CPU. The same steps either way.
-    torch is imported only where an NVIDIA driver is visible (it costs seconds)."""
-    if (work.shape[0] >= GPU_FROM and os.environ.get("ABSORB_FORMAL_GPU", "1") != "0"
-            and os.path.exists("/proc/driver/nvidia/version")):
-        found = det_floats_gpu(work, p)
-        if found is not None:
-            return found
+    GPU_FROM and ABSORB_FORMAL_GPU is not 0; else on the CPU. The same steps either way."""
+    found = _gpu(work)
+    if found is not None:
+        return det_floats(found[0], p, found[1])
     return det_floats(work, p)
+
+
+def functional_auto(work: np.ndarray, p: int) -> tuple[list[int], int] | None:
+    """functional_floats, on a CUDA device when one is present (as `det_auto`), else on the
+    CPU."""
+    found = _gpu(work)
+    if found is not None:
+        return functional_floats(found[0], p, found[1])
+    return functional_floats(work, p)
+
+
+def on_grid(y: list[int], rows: int, cols: int) -> np.ndarray:
+    """y, the first len(y) coordinates of a rows × cols grid taken row by row, as that grid
+    (float64; 0 on the coordinates after them)."""
+    out = np.zeros(rows * cols)
+    out[:len(y)] = y
+    return out.reshape(rows, cols)
+
+
+def functional_values(grid: np.ndarray, left: np.ndarray, right: np.ndarray, p: int
+                      ) -> np.ndarray:
+    """⟨Y, d_i u_iᵀ⟩ = d_iᵀ·Y·u_i mod p for every i (int64 in [0, p)), Y = grid (integers in
+    [0, p) on rows × cols), left = D's grid rows mod p (rows × m), right = U's grid columns mod
+    p (m × cols): W = Y·rightᵀ (exact, `product_mod`), then Σ_a left[a, i]·W[a, i], each
+    product below p² and the sum of len(rows) of them below 2^53 (raised on)."""
+    _product_bound(grid.shape[0], p)
+    if not (usable(p) and (grid >= 0).all() and (grid < p).all()
+            and (np.rint(grid) == grid).all()):
+        raise ValueError(f"Y must hold integers in [0, {p})")
+    w = product_mod(grid, (np.asarray(right, dtype=np.int64) % p).T.astype(np.float64), p)
+    w *= (np.asarray(left, dtype=np.int64) % p).astype(np.float64)
+    total = w.sum(axis=0)
+    total -= np.floor(total * (1.0 / p)) * p
+    total = total.astype(np.int64) % p  # exact: integers below 2^53
+    return total

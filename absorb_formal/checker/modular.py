@@ -1,6 +1,6 @@
-"""Blocks too large to embed: the modular-rank certificate (docs/certificates.md) re-checked
-from the checker's own exact reading of the weight files (`files.py`: bit fields → integer mantissa
-and power of two), never from arrays the prover hands over.
+"""Blocks too large to embed: the modular-functional certificate (docs/certificates.md)
+re-checked from the checker's own exact reading of the weight files (`files.py`: bit fields →
+integer mantissa and power of two), never from arrays the prover hands over.
 
 The document stores, for such a block, its matrix sources (file, key, transpose, SHA-256);
 `reading.Reading.weights` reads them, after `absorb-prove check` has matched the files'
@@ -13,6 +13,12 @@ mod p. Parallel rows (one relu key, or u and −u: one gelu key) give one residu
 with different residue keys lie on different lines, hence on different keys in both families
 (and, with biases, on different affine keys). This needs every non-zero entry of U to be
 non-zero mod p (else two parallel rows could have different first entries mod p): checked.
+
+The functional (docs/rules.md §4 generic case): with the m neurons alive on m distinct keys,
+the block is absorbable at width m iff S + Σ c_i d_i u_iᵀ = 0 with c_i ∈ {0, ±2a}. A Y with
+d_iᵀ Y u_i ≡ 0 mod q for every i and ⟨Y, S⟩ ≢ 0 mod q excludes that (pair the identity with
+Y and reduce mod q: a, D's rows and U's columns on Y's grid and S there have denominators
+prime to q). Checked with one product, O(m·k²) for a k × k grid, and no LU.
 """
 
 from __future__ import annotations
@@ -23,8 +29,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import modlu
-
-MAX_MINOR_PRIMES = 4  # a minor 0 mod four primes near 2^21 is taken as 0
 
 
 class ExactMatrix(Protocol):
@@ -39,6 +43,9 @@ class ExactMatrix(Protocol):
 
     def residue_matrix(self, p: int) -> np.ndarray: ...
 
+    def residue_block(self, p: int, rows: list[int] | None, cols: list[int] | None
+                      ) -> np.ndarray: ...
+
     def nonzero(self) -> np.ndarray: ...
 
 
@@ -46,7 +53,7 @@ Layers = list[dict[str, ExactMatrix]]  # per layer: "up", "down" (and "gate")
 
 
 class Invalid(Exception):
-    """The modular-rank certificate does not hold for these weights."""
+    """The modular-functional certificate does not hold for these weights."""
 
 
 def require(condition: bool, reason: str) -> None:
@@ -63,40 +70,39 @@ def _residue(value: Fraction, p: int) -> int:
     return value.numerator * pow(value.denominator, -1, p) % p
 
 
-def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str, Any]) -> None:
-    """Distinct keys mod p, then a non-zero (m+1)-minor mod p of [vec(d_i u_iᵀ) | vec S]:
-    at width m no subset of the d_i u_iᵀ reaches −S/(2a) (docs/rules.md §4 generic case)."""
-    require(cert.get("rule") == "§4 generic case", "modular rank is §4's generic case")
+def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str, Any],
+          slope: Fraction) -> None:
+    """Every neuron alive on its own key mod p, then Y: d_iᵀ Y u_i ≡ 0 mod q for every i and
+    ⟨Y, S⟩ ≢ 0 mod q — at width m no identity S + Σ c_i d_i u_iᵀ = 0 with c_i ∈ {0, ±2a}
+    (`slope` = a) holds (docs/rules.md §4 generic case)."""
+    require(cert.get("rule") == "§4 generic case", "the modular functional is §4's generic case")
     up, down = _depth_one(layers)
     m, d = up.shape
     require(width == m, "the generic-case argument decides the block's own width only")
     p = _prime(cert)
-    distinct, _ = key_classes(up, down, p)
+    distinct, live = key_classes(up, down, p)
     require(distinct, f"two rows of U share a key mod {p} (or a row is 0)")
+    require(live == m, "a column of D is 0: not every neuron is alive (no generic case)")
+    q = int(cert["minor_prime"])
+    require(q < 2**21 and modlu.usable(q), f"{q} is not an odd prime below 2^21")
+    require(slope.denominator % q != 0, f"{q} divides the denominator of a")
     rows, cols = [int(r) for r in cert["rows"]], [int(c) for c in cert["cols"]]
     # every listed row and column is read: no field goes unchecked
     require(0 < len(cols) <= m + 1 and (len(rows) - 1) * len(cols) < m + 1,
-            "the grid lists rows or columns that the minor does not use")
+            "the grid lists rows or columns that Y does not use")
     coords = [(r, c) for r in rows for c in cols][: m + 1]
     require(len(set(coords)) == m + 1 and all(0 <= r < d and 0 <= c < d for r, c in coords),
             "the grid does not give m+1 distinct coordinates")
-    minor_primes = [int(q) for q in cert["minor_primes"]]
-    require(1 <= len(minor_primes) <= MAX_MINOR_PRIMES
-            and minor_primes == modlu.primes(len(minor_primes)),
-            f"the minor's primes must be the {MAX_MINOR_PRIMES} or fewer largest primes below "
-            f"2^21, in decreasing order")
-    r_idx, c_idx = np.array([r for r, _ in coords]), np.array([c for _, c in coords])
-    for q in minor_primes:
-        require(modlu.usable(q), f"{q} is not a prime the exact LU works with")
-        d_res, u_res = down.residue_matrix(q), up.residue_matrix(q)
-        last = [_residue(skip[r][c], q) for r, c in coords]
-        work = modlu.product_minor(d_res, u_res, r_idx, c_idx, np.array(last), q)
-        det = modlu.det_auto(work, q)
-        if q != minor_primes[-1]:
-            require(det == 0, f"the minor is not 0 mod {q}: the primes after it are not needed")
-            continue
-        require(det != 0, "the minor is 0 mod p")
-        require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
+    y = [int(v) for v in cert["Y"]]
+    require(len(y) == m + 1 and all(0 <= v < q for v in y),
+            f"Y must give m+1 residues in [0, {q})")
+    values = modlu.functional_values(modlu.on_grid(y, len(rows), len(cols)),
+                                     down.residue_block(q, rows, None),
+                                     up.residue_block(q, None, cols), q)
+    require(not values.any(), f"Y is not orthogonal to d_i u_i^T mod {q} for every i")
+    value = sum(v * _residue(skip[r][c], q) for v, (r, c) in zip(y, coords, strict=True)) % q
+    require(value != 0, f"<Y, S> is 0 mod {q}")
+    require(value == int(cert["Y_dot_S"]), "the stored <Y, S> is wrong")
 
 
 def check_key_count(width: int, layers: Layers, cert: dict[str, Any]) -> None:
@@ -140,11 +146,34 @@ def key_classes(up: ExactMatrix, down: ExactMatrix, p: int) -> tuple[bool, int]:
             scale = scale * base % p
         base = base * base % p
         power >>= 1
-    keys = np.ascontiguousarray(res * scale[:, None] % p)
-    rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
-    _, where, counts = np.unique(rows[present], return_inverse=True, return_counts=True)
-    alone = np.zeros(m, dtype=bool)
-    alone[present] = counts[where.ravel()] == 1
+    res *= scale[:, None]  # in place: the keys (an OPT-size U has 67 million entries)
+    res %= p
+    alone = _alone(res, np.asarray(present))
     live = down.nonzero().any(axis=0)
     return bool(present.all() and alone.all()), int((alone & live).sum())
+
+
+def _alone(keys: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Which rows of `keys` (non-negative int64) are present and equal to no other present
+    row, exactly. Rows are first grouped by a 64-bit hash (Σ_j keys[i, j]·w_j mod 2^64, odd
+    w_j): equal rows have equal hashes, so only rows sharing a hash are compared, entry by
+    entry. Memory O(m) beyond the keys (sorting whole rows would copy them twice)."""
+    m, d = keys.shape
+    weights = np.arange(d, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) | np.uint64(1)
+    hashes = np.zeros(m, dtype=np.uint64)
+    step = max(1, (1 << 20) // max(1, d))
+    for start in range(0, m, step):  # wrapping uint64 arithmetic: a hash, nothing more
+        hashes[start:start + step] = (keys[start:start + step].view(np.uint64)
+                                      * weights).sum(axis=1)
+    alone = present.copy()
+    candidates = np.flatnonzero(present)
+    order = candidates[np.argsort(hashes[candidates], kind="stable")]
+    ends = np.flatnonzero(np.diff(hashes[order])) + 1
+    for group in np.split(order, ends):
+        if len(group) > 1:  # a shared hash: compare the rows themselves
+            rows = np.ascontiguousarray(keys[group])
+            void = rows.view(np.dtype((np.void, rows.dtype.itemsize * d))).ravel()
+            _, where, counts = np.unique(void, return_inverse=True, return_counts=True)
+            alone[group] = counts[where.ravel()] == 1
+    return alone
 

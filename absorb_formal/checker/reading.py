@@ -79,6 +79,15 @@ class Rational:
         return np.array([self.residues(p, i) for i in range(self.shape[0])],
                         dtype=np.int64).reshape(self.shape)
 
+    def residue_block(self, p: int, rows: list[int] | None, cols: list[int] | None
+                      ) -> np.ndarray:
+        """The entries on rows × cols (None: all) mod p."""
+        picked = self.values if rows is None else [self.values[r] for r in rows]
+        if cols is not None:
+            picked = [[row[c] for c in cols] for row in picked]
+        return Rational(picked).residue_matrix(p).reshape(
+            len(picked), len(cols) if cols is not None else self.shape[1])
+
 
 Exact = Dyadic | Rational
 

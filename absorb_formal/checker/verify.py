@@ -184,7 +184,7 @@ def _flip_part(cert: dict[str, Any] | None) -> bool:
 
 def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     """docs/rules.md §8.1: certificates whose checks read biases — §4's canonical forms with affine
-    keys and γ (witness, width search, equality) and the generic-case modular rank — for
+    keys and γ (witness, width search, equality) and the generic-case modular functional — for
     ungated blocks. Every other rule stays refused for biased blocks."""
     if any(b["activation"]["gated"] for b in blocks.values()):
         return False
@@ -480,7 +480,7 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
                                          f"not {width}")
 
 
-LARGE_REFUTATIONS = ("modular rank", "key count", unique_subset.KIND)  # read weight files
+LARGE_REFUTATIONS = ("modular functional", "key count", unique_subset.KIND)  # read weight files
 
 
 def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -518,7 +518,7 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     family = _require_generic_case(block)
     # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
     # key count is issued (and checked) for a ≠ 0 only
-    require((not block.get("bias") and cert["kind"] == "modular rank") or family[1] != 0,
+    require((not block.get("bias") and cert["kind"] == "modular functional") or family[1] != 0,
             f"{cert['kind']} needs a != 0 here")
     layers = _weights(block, layers)
     from .files import FileError
@@ -530,7 +530,8 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
             unique_subset.check_refutation([list(r) for r in exact.skip_rows(block)], width,
                                            layers, cert, family[1])
         else:
-            modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert)
+            modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert,
+                          family[1])
     except FileError as error:  # a denominator divisible by p: no residue
         raise Invalid(str(error)) from error
 

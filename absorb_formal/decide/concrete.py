@@ -39,9 +39,9 @@ def too_large(block: Block) -> str:
     if not block.is_concrete or n <= MAX_EXACT_WEIGHTS:
         return ""
     return (f"the block has {n} weights; exact decisions other than the never-rules and the "
-            "large-block bounds (key count, modular rank, spare pairs, doubles: docs/rules.md "
-            f"§4, §7) are limited to {MAX_EXACT_WEIGHTS}: decide a smaller block, or state the "
-            "claim about the family (drop the weights)")
+            "large-block bounds (key count, modular functional, spare pairs, doubles: "
+            f"docs/rules.md §4, §7) are limited to {MAX_EXACT_WEIGHTS}: decide a smaller "
+            "block, or state the claim about the family (drop the weights)")
 
 
 def costly(block: Block) -> bool:
@@ -366,8 +366,8 @@ def large_minimal_width(block: Block) -> MinWidth:
     above = "doubles" if method == large.METHOD_DOUBLES else "spare pairs"
     return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
                     reason=f"min width is between {found.lo} and {found.hi} ("
-                           + ("large block: live-key count, modular rank or unique "
-                              f"solution below, {above} above)"
+                           + ("large block: live-key count, modular functional or "
+                              f"unique solution below, {above} above)"
                               if large.applies(block) else
                               "a construction above; no lower-bound rule for this activation)"),
                     bounds=(found.lo, found.hi))

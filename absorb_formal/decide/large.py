@@ -12,7 +12,7 @@ gelu_tanh, silu: `ridge(activation)`), with or without biases.
 - Below: a row alone on its residue key, with d_i ≠ 0, is a live key of the canonical form
   (alone on its key, its coefficient is d_i or b·|α|·d_i ≠ 0). Each live key needs a neuron of
   the plain block (§4: p + |Δ| + 2k ≤ m′), so width W < L (L such rows) is not absorbable.
-  At width m with all m rows alone the modular rank decides (`modular.py`, §7).
+  At width m with all m rows alone the modular functional decides (`modular.py`, §7).
 - Above: the block's own neurons plus, per rank-one term p_k q_kᵀ of S, the spare pair
   p_k/(2a)·(σ(q_k·x) − σ(−q_k·x)) = p_k·(q_k·x) (O(a): σ(z) − σ(−z) = 2az); the down bias is
   unchanged. S = cI: q_k = e_k (d terms, = rank S); a matrix S: an exact skeleton
@@ -564,7 +564,7 @@ def witness_layer(block: Block, size: int | None = None,
 @dataclass
 class _Analysis:
     """What a block's residues give, kept for the blocks decided last: its key classes, and
-    the modular-rank refutation at its own width once asked for (None: none exists)."""
+    the modular-functional refutation at its own width once asked for (None: none exists)."""
 
     block: Block
     keys: KeyClasses | None
@@ -579,10 +579,10 @@ RECENT = 4  # blocks remembered (each holds its arrays alive)
 
 
 def _analysed(block: Block, own_width: bool) -> tuple[KeyClasses | None, Decision | None]:
-    """(residue-key classes, modular-rank refutation at width m or None; computed only when
+    """(residue-key classes, modular-functional refutation at width m or None; computed only when
     `own_width`). Several claims on one block, a query (its width, then its min width
     bounds) and repeated API calls on a block read again from the same files share this
-    work: the determinant is most of it. A block is the same as a remembered one when it is
+    work: the LU is most of it. A block is the same as a remembered one when it is
     that object, or when σ, S, the values of U and D and the biases are equal (compared
     exactly: the residues and the minor depend on nothing else, but the unique solution's
     witness, `unique_subset.flipped`, carries the block's own biases)."""
@@ -619,8 +619,8 @@ def _doubles(block: Block) -> Doubles | None:
 
 
 def _own_width(block: Block, keys: KeyClasses | None) -> Decision | None:
-    """The decision at width m: the modular rank refutes when S lies outside the span of the
-    terms; otherwise, with m distinct live keys, the unique solution mod q decides both ways
+    """The decision at width m: the modular functional refutes when S is separated from the
+    terms mod q; otherwise, with m distinct live keys, the unique solution mod q decides both ways
     (`unique_subset`, docs/rules.md §4). None when neither applies."""
     if keys is None:
         return None
@@ -662,8 +662,8 @@ def _same_values(x: Matrix, y: Matrix) -> bool:
 
 def decide(block: Block, size: int) -> Decision:
     """Absorbable at width `size`: refuted below the live-key count (or at width m by the
-    modular rank), proved at m + 2·rank S and above (spare pairs) and, when d < 2·rank S, at
-    m + d and above (doubles), else undecided."""
+    modular functional), proved at m + 2·rank S and above (spare pairs) and, when
+    d < 2·rank S, at m + d and above (doubles), else undecided."""
     assert block.layers is not None and applies(block)
     # S = cI: hi is m + 2d at no cost; a matrix S needs its exact rank (rref), so the own
     # width goes first there (it may decide every width ≥ m)

@@ -25,7 +25,7 @@ invertible, and random ones do with probability ≥ 1 − 2m/q per try; a singul
 
 The refutation needs distinct live keys (the caller's residue keys, `large.key_classes`;
 d_i ≠ 0 also follows from det A ≠ 0); the witness needs nothing but the identity. Work: two
-products of m×d by d×m mod q, one LU of order m (as for the modular rank), and |J|·d²
+products of m×d by d×m mod q, one LU of order m (as for the modular functional), and |J|·d²
 rational products for the exact identity.
 """
 

@@ -2,11 +2,11 @@
 
 A relu block of d = 100, m = 1260: 2·d·m = 252,000 weights, just over the exact-work limit
 (MAX_EXACT_WEIGHTS = 250,000 in absorb_formal/decide/concrete.py), so only the never-rules and
-the generic-case modular rank (docs/certificates.md) may decide it.
+the generic-case modular functional (docs/certificates.md) may decide it.
 
 - up (m×d), down (d×m): non-zero integers in ±1..9 (int8). The first two columns of up are m
   pairs with pairwise different ratios, so no two neurons share a key (each is alone on its
-  own line: the generic case, which the modular rank needs).
+  own line: the generic case, which the modular functional needs).
 - flip_neuron_1.mlp: the same weights with S = −d₁u₁ᵀ, a skip that makes the block
   absorbable (J = {1}: for relu a = 1/2, so Σ_{i∈J} d_i u_iᵀ = −S/(2a) = d₁u₁ᵀ, docs/rules.md §4).
   A skip cannot be load(...)ed, so it is written out as a literal d×d matrix.

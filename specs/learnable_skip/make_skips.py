@@ -7,7 +7,7 @@ Learnable skips read with `skip load("skips.npz", KEY)` (docs/language.md, Skip 
   the exact-work limit): the block with this skip is absorbable by flipping neuron 1
   (J = {1}, docs/rules.md §4), and at width m + 2·rank S = 1262 by spare pairs.
 - generic (100×100, int8): small random integers, stored transposed (read with `.T`): a
-  generic skip, not absorbable at the block's own width (modular rank).
+  generic skip, not absorbable at the block's own width (modular functional).
 """
 
 from pathlib import Path
