@@ -55,8 +55,9 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path):
                                    rtol=1e-9, atol=1e-9)
                 continue
             if witness.get("check") in (DOUBLES, FLIPS):  # large blocks: Δ or J, no layers
-                plain = (doubled(block, from_block(block), witness)
-                         if witness["check"] == DOUBLES else flipped(from_block(block), witness))
+                reference = from_block(block)
+                plain = (doubled(block, reference, witness) if witness["check"] == DOUBLES
+                         else flipped(block, reference, witness))
                 assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
                 continue

@@ -54,7 +54,7 @@ def check(block: dict[str, Any], width: int, cert: dict[str, Any],
     require(modlu.usable(p), f"{p} is not a prime the exact LU works with")
     # only the listed rows are read: another row's denominator cannot refuse the certificate
     rows = np.array([up.residues(p, i) for i in neurons], dtype=np.int64).reshape(d, d)
-    det = modlu.det_auto(rows.astype(np.float64), p)
+    det = modlu.det_mod(rows, p)
     require(det != 0, f"the listed rows of U are dependent mod {p}")
     require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
     size = int(cert["width"])

@@ -172,21 +172,6 @@ def value_at_zero(activation: dict[str, Any]) -> Fraction | None:
     return Fraction(int(v.p), int(v.q)) if v.is_Rational else None
 
 
-def nonzero_at(activation: dict[str, Any], point: Fraction) -> bool:
-    """σ(point) ≠ 0 (docs/rules.md §8: a gated neuron with gate row 0 and gate bias `point` is
-    the linear neuron σ(point)·(u·x + β)): exactly when sympy reduces σ(point) to a rational,
-    else by an arb enclosure of σ's formula at `point` that excludes 0 (`symbolic.sign`)."""
-    from . import symbolic
-
-    value = sp.simplify(formula(activation).subs(Z, sp.Rational(str(point))))
-    if value.is_Rational:
-        return bool(value != 0)
-    try:
-        return symbolic.sign(symbolic.atom(activation["kind"], point)) not in (0, None)
-    except symbolic.Invalid:  # no atom for this σ: not proved
-        return False
-
-
 def _odd_nonpoly(odd: sp.Expr) -> bool:
     """An odd o with a finite limit L ≠ 0 at +∞ is no polynomial: a polynomial with a finite
     limit is constant, and an odd constant is 0."""

@@ -223,3 +223,20 @@ def sign(value: Poly) -> int | None:
         if ball < 0:
             return -1
     return None
+
+
+def nonzero_at(activation: dict[str, Any], point: Fraction) -> bool:
+    """σ(point) ≠ 0 (docs/rules.md §8: a gated neuron with gate row 0 and gate bias `point` is
+    the linear neuron σ(point)·(u·x + β)): exactly when sympy reduces σ(point) to a rational,
+    else by an arb enclosure of σ's formula at `point` that excludes 0 (`sign`)."""
+    import sympy as sp
+
+    from .lemmas import Z, formula
+
+    value = sp.simplify(formula(activation).subs(Z, sp.Rational(str(point))))
+    if value.is_Rational:
+        return bool(value != 0)
+    try:
+        return sign(atom(activation["kind"], point)) not in (0, None)
+    except Invalid:  # no atom for this σ: not proved
+        return False

@@ -1095,7 +1095,7 @@ def _biased_rule(block: dict[str, Any], rule: str, width: int, cert: dict[str, A
 def _linear_neuron(act: dict[str, Any], row: str | None, cert: dict[str, Any]) -> None:
     """Gate row 0 and gate bias γ = 1 make σ(1)(u·x + β): a linear neuron if σ(1) != 0."""
     require(row in ("gated", "bilinear") and q(cert["gamma"]) == 1
-            and lemmas.nonzero_at(act, Fraction(1)), "needs a gated sigma with sigma(1) != 0")
+            and symbolic.nonzero_at(act, Fraction(1)), "needs a gated sigma with sigma(1) != 0")
 
 
 def _identity_table(block: dict[str, Any], modality: str, width: int,
