@@ -125,8 +125,10 @@ def _float_residues(array: np.ndarray, p: int) -> np.ndarray:
     fields. With p < 2^26 (the caller's condition): |x| = mag·T < 2^24·2^26 is exact in
     float64, and x − p·⌊x·fl(1/p)⌋ is x mod p exactly — the computed quotient is within
     |x/p|·2^−52 < 2^−28 of x/p, while x/p is at least 1/p > 2^−26 away from every integer
-    unless x is a multiple of p, which ±mag·2^e with 0 < mag < 2^24 < p never is (x = 0
-    gives 0)."""
+    unless x is a multiple of p, so the floor is ⌊x/p⌋ and the result in [0, p). A multiple
+    of p (mag a multiple of p: possible once p ≤ 2^24, the minors' primes near 2^21) may get
+    the floor one low, giving p instead of 0: the last np.mod (exact on integers below 2^53)
+    maps it to 0."""
     unsigned, ebits, fbits = _BITS[array.dtype]
     table = _power_table(array.dtype, p)
     bits = array.view(unsigned)
@@ -139,6 +141,7 @@ def _float_residues(array: np.ndarray, p: int) -> np.ndarray:
     np.floor(quotient, out=quotient)
     quotient *= p
     mag -= quotient
+    np.mod(mag, p, out=mag)
     return mag.astype(np.int64)
 
 

@@ -341,3 +341,9 @@ def test_solve_crosses_blocks_and_zero_pivots(block, monkeypatch):
         b = rng.integers(0, p, n)
         expected = flint.nmod_mat(a.tolist(), p).solve(flint.nmod_mat([[int(v)] for v in b], p))
         assert modlu.solve_mod(a, b, p) == [int(expected[i, 0]) for i in range(n)]
+
+
+def test_the_projected_system_refuses_primes_whose_products_are_not_exact():
+    with pytest.raises(ArithmeticError):
+        modlu.projected_system(np.ones((2, 3), dtype=np.int64), np.ones((3, 2), dtype=np.int64),
+                               1, 0, 2**26 + 15)  # a prime above 2^26: p² ≥ 2^52

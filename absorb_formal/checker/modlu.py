@@ -815,13 +815,21 @@ def projected_system(down: np.ndarray, up: np.ndarray, target: np.ndarray | int,
     m random rank-one functionals X ↦ p_jᵀ X q_j: A[j, i] = (p_j·d_i)(q_j·u_i) — the
     Hadamard product of P·D and Q·Uᵀ — and b_j = p_jᵀ T q_j, with P, Q the m×d matrices
     `random_residues(seed, 0 / 1, m, d, p)`. down: D mod p (d×m), up: U mod p (m×d),
-    target: T mod p (d×d), or an integer t for T = t·I. Every step is an exact product mod p
-    (`product_mod`) or an entry-wise product of two residues (< p² < 2^53), reduced."""
+    target: T mod p (d×d), or an integer t for T = t·I; integers, reduced mod p in int64
+    before they become float64. Every step is an exact product mod p (`product_mod`), an
+    entry-wise product of two residues (< p² < 2^52) or a sum of d residues (< d·p < 2^53),
+    reduced; both bounds are raised on."""
     d, m = down.shape
-    down_f = np.asarray(down, dtype=np.float64) % p
-    up_t = np.ascontiguousarray(np.asarray(up, dtype=np.float64).T % p)
-    matrix = None if isinstance(target, int | np.integer) else \
-        np.asarray(target, dtype=np.float64) % p
+    _product_bound(1, p)
+    if p >= 1 << 26 or d * p >= EXACT:
+        raise ArithmeticError(f"residue products mod {p} or sums of {d} are not exact in float64")
+
+    def residues(values: Any) -> np.ndarray:
+        return (np.asarray(values, dtype=np.int64) % p).astype(np.float64)
+
+    down_f = residues(down)
+    up_t = np.ascontiguousarray(residues(up).T)
+    matrix = None if isinstance(target, int | np.integer) else residues(target)
     out = np.empty((m, m + 1))
     bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
                 _random_bands(seed, 1, m, d, p, SYSTEM_BAND), strict=True)
