@@ -539,7 +539,7 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
             unique_subset.check_refutation([list(r) for r in exact.skip_rows(block)], width,
                                            layers, cert, family[1])
         else:
-            modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert,
+            modular.check(exact.skip_entry(block), width, layers, cert,
                           family[1])
     except FileError as error:  # a denominator divisible by p: no residue
         raise Invalid(str(error)) from error
