@@ -11,7 +11,8 @@ alternating. --before DIR also checks with the tree in DIR (e.g. `git archive` o
 commit). Instances: gpt2 (modular functional: one GPT-2-shaped bf16 gelu_tanh block with
 biases, bench_issue20's), twice (unique subset solution: bench_unique's gpt2-twice), int64
 (own neurons, rows of J negated: bench_unique's int64), doubles (own neurons + doubles and
-minimal width bounds: bench_doubles' d = 64 block). Prints markdown on stdout, progress (with
+minimal width bounds: bench_doubles' d = 64 block). Last, the start-up of one tiny claim
+against `python -c "import numpy"` (issue 20's ≤ 4×). Prints markdown on stdout, progress (with
 the load average) on stderr.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_doubles import small
-from bench_issue20 import ROOT, compile_tree, load, log, run
+from bench_issue20 import ROOT, compile_tree, load, log, median_run, numpy_import, run, tiny
 from bench_unique import int64, planted
 from common import table
 from suite_checkpoints import gpt2
@@ -97,6 +98,14 @@ def main() -> None:
             p, w = statistics.median(proves), statistics.median(warms)
             rows.append((name, median(proves), median(colds), median(warms), f"{w / p:.2f}×",
                          median(olds) if olds else "—", f"{loads[0]} … {load()}", outcome))
+    with tempfile.TemporaryDirectory() as tmp:  # start-up: a tiny claim against numpy's
+        folder = Path(tmp)
+        os.environ["ABSORB_FORMAL_CACHE"] = str(folder / "cache")
+        tiny(folder)
+        run(["prove", "--crosscheck", "0", "tiny.mlp"], folder)  # fills the cache
+        base, warm = numpy_import(5), median_run(["prove", "tiny.mlp"], folder, 5)
+        print(f"tiny claim: {warm['s']:.2f} s = {warm['s'] / base:.1f}× `import numpy` "
+              f"({base:.2f} s), load {warm['load']} (target ≤ 4×)\n")
     print(table(("instance", "prove s", "check s, no checker entries", "check s",
                  "check / prove", "check s, before", "load avg", "check says"), rows))
 
