@@ -188,10 +188,21 @@ def test_every_field_of_the_large_certificates_is_checked(bounded):
         every_leaf_is_checked(*doc_at(tmp_path, line))
 
 
+def spread(found):
+    """Of the leaves that differ only by list indices (the entries of one list), the first,
+    a middle one and the last: the checker reads a list's entries in one loop, so its ends and
+    one inside stand for all of them (a list of d flips costs d full checks otherwise)."""
+    groups: dict[tuple, list] = {}
+    for where, how in found:
+        shape = (tuple("*" if isinstance(k, int) else k for k in where), how)
+        groups.setdefault(shape, []).append((where, how))
+    return [g[i] for g in groups.values() for i in sorted({0, len(g) // 2, len(g) - 1})]
+
+
 def every_leaf_is_checked(path, doc):
     read = weights(path, doc)
     assert verify(doc, read).status == "valid"
-    for where, how in leaves(doc["certificate"]):
+    for where, how in spread(leaves(doc["certificate"])):
         broken = copy.deepcopy(doc)
         node = broken["certificate"]
         for key in where[:-1]:
