@@ -868,43 +868,41 @@ def projected_flip_system(down: np.ndarray, up: np.ndarray, gate: np.ndarray,
                           up_weight: np.ndarray, gate_weight: np.ndarray,
                           target: np.ndarray | int, seed: int, p: int) -> np.ndarray:
     """The m×(m+1) float64 array [A | b] mod p of docs/rules.md §8.2's two conditions at once,
-    Σ_i c_i d_i ⊗ sym(g_i u_iᵀ) = 0 and Σ_i c_i d_i (λ_i u_i + μ_i g_i)ᵀ = T, seen through m
-    functionals (X, L) ↦ Σ_r p_{j,r}·b_jᵀ X_r b_j + p_jᵀ L q_j (X_r: the d×d slice r of the
-    d×d×d part): A[j, i] = (p_j·d_i)·((b_j·g_i)(b_j·u_i) + λ_i (q_j·u_i) + μ_i (q_j·g_i))
-    — b_jᵀ sym(g uᵀ) b_j = (b_j·g)(b_j·u), no d³ tensor — and b_j = p_jᵀ T q_j, with P, Q
-    as in `projected_system` (streams 0, 1) and B = `random_residues(seed, 2, m, d, p)`.
-    relu² is the case gate = up (sym(u uᵀ) = u uᵀ), μ = 0. down: D (d×m), up, gate: U, G
-    (m×d), up_weight, gate_weight: λ, μ (m), target: T (d×d) or an integer t for T = t·I;
-    integers, reduced mod p in int64 first. Every step is an exact product mod p
-    (`product_mod`), an entry-wise product of two residues (< p² < 2^52, reduced) or a sum
-    of d residues (< d·p < 2^53); both bounds are raised on."""
+    Σ_i c_i d_i ⊗ sym(g_i u_iᵀ) = 0 and Σ_i c_i d_i w_iᵀ = T with w_i = λ_i u_i + μ_i g_i,
+    seen through m functionals (X, L) ↦ Σ_r p_{j,r}·b_jᵀ X_r b_j + p_jᵀ L q_j (X_r: the d×d
+    slice r of the d×d×d part): A[j, i] = (p_j·d_i)·((b_j·g_i)(b_j·u_i) + q_j·w_i) —
+    b_jᵀ sym(g uᵀ) b_j = (b_j·g)(b_j·u), no d³ tensor — and b_j = p_jᵀ T q_j, with P, Q as
+    in `projected_system` (streams 0, 1) and B = `random_residues(seed, 2, m, d, p)`: four
+    products of m×d by d×m (relu², the case gate = up, μ = 0: three). down: D (d×m), up,
+    gate: U, G (m×d), up_weight, gate_weight: λ, μ (m), target: T (d×d) or an integer t for
+    T = t·I; integers, reduced mod p in int64 first. W = λ⊙U + μ⊙G is formed in int64 (two
+    products of residues and their sum, below 2p² < 2^63) and reduced; every other step is
+    an exact product mod p (`product_mod`), an entry-wise product of two residues
+    (< p² < 2^52, reduced) or a sum of d residues (< d·p < 2^53); the bounds are raised on."""
     down_f, up_t, matrix = _system_inputs(down, up, target, p)
     d, m = down.shape
     same = gate is up
     gate_t = up_t if same else np.ascontiguousarray(_residues(gate, p).T)
-    lam, mu = _residues(up_weight, p), _residues(gate_weight, p)
+    lam = np.asarray(up_weight, dtype=np.int64) % p
+    mu = np.asarray(gate_weight, dtype=np.int64) % p
+    lines = lam[:, None] * (np.asarray(up, dtype=np.int64) % p) % p
+    if mu.any():
+        lines += mu[:, None] * (np.asarray(gate, dtype=np.int64) % p) % p
+    lines_t = np.ascontiguousarray(_residues(lines, p).T)
     out = np.empty((m, m + 1))
     bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
                 _random_bands(seed, 1, m, d, p, SYSTEM_BAND),
                 _random_bands(seed, 2, m, d, p, SYSTEM_BAND), strict=True)
-
-    def times(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """x ⊙ y mod p, in (−p, p): entries of magnitude below p, products below p²."""
-        z = x * y
-        _Numpy.reduce(z, p)
-        return z
-
     for n, (left, right, middle) in enumerate(bands):
         rows = slice(n * SYSTEM_BAND, n * SYSTEM_BAND + left.shape[0])
         by_up = product_mod(middle, up_t, p)
-        by_gate = by_up if same else product_mod(middle, gate_t, p)
-        bracket = times(by_gate, by_up)
-        q_up = product_mod(right, up_t, p)
-        bracket += times(q_up, lam[None, :])  # three terms of magnitude < p: < 3p
-        if mu.any():
-            bracket += times(q_up if same else product_mod(right, gate_t, p), mu[None, :])
+        bracket = by_up * (by_up if same else product_mod(middle, gate_t, p))  # < p²
         _Numpy.reduce(bracket, p)
-        out[rows, :m] = times(product_mod(left, down_f, p), bracket)
+        bracket += product_mod(right, lines_t, p)  # two terms of magnitude < p
+        _Numpy.reduce(bracket, p)
+        block = out[rows, :m]
+        np.multiply(product_mod(left, down_f, p), bracket, out=block)  # < p²
+        _Numpy.reduce(block, p)
         out[rows, m] = _bilinear(left, right, matrix, target, p)
     return np.mod(out, p, out=out)
 
