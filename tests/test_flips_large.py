@@ -302,3 +302,15 @@ def test_the_certificate_reads_as_json_with_integer_fields(tmp_path, cli, monkey
         verdict = verify(forged, read)
         assert verdict.status == "invalid" and "not an integer" in verdict.reason, field
     assert doc["certificate"]["value"] > 1
+
+
+def test_a_candidate_too_costly_to_test_exactly_is_unknown_saying_so(tmp_path, monkeypatch):
+    """Beyond MAX_QUADRATIC products the 0/1 candidate is not tested: undecided, never a
+    guess (here the limit is lowered below the planted pair's d·|J|·k² = 16·2·2²; a block
+    within the exact-work limit then goes on to the small path, which proves it)."""
+    text = spec(tmp_path, "relu^2", D, M, "pair")
+    monkeypatch.setattr(flips_large, "MAX_QUADRATIC", 100)
+    block = load_text(text, "big.mlp", tmp_path).blocks["Big"]
+    found = flips_large.decide(block, M)
+    assert found is not None and found.absorbable is None, found
+    assert "J = {2, 4}" in found.reason and "beyond the 100 attempted" in found.reason
