@@ -139,10 +139,13 @@ export:
   sample_max_rel_error (the block against the exported arrays, both in float64, over N
   seeded sample points, --points: default 10000, fewer (at least 100) when N x weights
   would pass 2e9; the relative figure is against the size of the terms summed, as in the
-  cross-check). stdout: a summary and a .mlp block that loads the file back. An existing
-  FILE is never replaced without --force.
+  cross-check). A relative figure beyond --max-error (default 16 machine epsilons of
+  the dtype, recorded as sample_max_error_allowed) writes nothing: the rounded arrays
+  would not compute the proved block. stdout: a summary and a .mlp block that loads
+  the file back. An existing FILE is never replaced without --force.
   Exit 0 written; 1 the block is not absorbable at W (or at any width); 2 an error (no
-  such block, a family, undecided, bad --out or --dtype, FILE exists, spec error).
+  such block, a family, undecided, bad --out or --dtype, FILE exists, sample error
+  beyond --max-error, spec error).
 """
 
 
@@ -157,6 +160,17 @@ def _count(least: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{value} is below {least}")
         return value
     return parse
+
+
+def _nonnegative(text: str) -> float:
+    """An argparse type: a number >= 0, inf allowed (a usage error, exit 2, otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number >= 0")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -363,6 +377,11 @@ def build_export_parser() -> argparse.ArgumentParser:
                         help=f"sample points of the float error figure (default "
                              f"{export.DEFAULT_POINTS}, fewer for blocks of over "
                              f"{WORK // export.DEFAULT_POINTS} weights; 0 = off)")
+    parser.add_argument("--max-error", type=_nonnegative, metavar="REL",
+                        help="largest sample relative error written (default 16 machine "
+                             "epsilons of --dtype: " + ", ".join(
+                                 f"{d} {export.default_max_error(d):.3g}" for d in export.DTYPES)
+                             + "); beyond it nothing is written, exit 2")
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
                         help="as for deciding (default theory)")
@@ -377,7 +396,7 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         with budget.limit(args.timeout):
             record = export.export(args.spec, args.name, args.out, args.width, args.dtype,
-                                   args.force, args.points, args.engine)
+                                   args.force, args.points, args.engine, args.max_error)
     except export.ExportError as error:
         print(f"absorb-prove export: error: {error}", file=stderr)
         return error.code
@@ -398,8 +417,8 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"  {record['width_note']}; --width W exports at another", file=stdout)
     print(f"  max rounding error {record['max_rounding_rel_error']} (relative, entrywise); "
           f"sample of {record['sample_points']} points: max error "
-          f"{record['sample_max_abs_error']} (relative {record['sample_max_rel_error']})",
-          file=stdout)
+          f"{record['sample_max_abs_error']} (relative {record['sample_max_rel_error']}, "
+          f"allowed {record['sample_max_error_allowed']})", file=stdout)
     print(f"  certificate sha256 {record['certificate_sha256']}", file=stdout)
     print(f"# a spec beside {args.out.name} loads it back with:", file=stdout)
     print(export.load_snippet(record, args.out.name), file=stdout)

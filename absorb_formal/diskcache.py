@@ -9,9 +9,10 @@ produced it and of the versions of the libraries involved, so an entry made by o
 never read (it is simply not found). A cache that cannot be read or written is ignored: the
 work is redone.
 
-Trust: the prover reads these entries; the checker never does (it re-proves every lemma it
-relies on), so a tampered entry can change what the prover claims but not what `check`
-accepts.
+Trust: the prover reads these entries; the checker never does (it proves every lemma it
+relies on itself, and keeps only what its own code proved, in entries of its own that the
+prover never reads: `checker/proved.py`), so a tampered entry here can change what the
+prover claims but not what `check` accepts.
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ stores for the claim `NAME is absorbable at width W`), dtype, arrays, max_roundi
 and sample_max_rel_error (the block's float64 evaluation against the exported arrays'
 float64 evaluation over seeded sample points, the relative figure measured against the size of
 the terms summed as in the witness cross-check; "n/a" with the reason in sample_note when the
-block has no float64 image); width_note, only when no width was asked and the minimal width
-is only bounded: the proved bounds, and that the width exported is the least proved
-absorbable.
+block has no float64 image), sample_max_error_allowed (the gate: a larger relative figure
+writes nothing; default 16 machine epsilons of the dtype, `--max-error` sets it);
+width_note, only when no width was asked and the minimal width is only bounded: the proved
+bounds, and that the width exported is the least proved absorbable.
 
 This module is numeric output, not a deciding path: the verdict and the witness come from
 `decide`; rounding happens only here.
@@ -61,6 +62,11 @@ META_KEY = "__absorb_formal__"
 DTYPES = ("float64", "float32", "bfloat16")
 SUFFIXES = (".npz", ".safetensors", ".onnx")
 DEFAULT_POINTS = 10_000
+# The sample gate: the largest sample_max_rel_error written without --max-error, per dtype —
+# 16 machine epsilons of the format, the float64 cross-check's own allowance per term summed
+# (numeric/crosscheck.py ROUNDING): rounding each weight once moves each term by a few ulps.
+EPSILON = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "bfloat16": 2.0 ** -7}
+GATE_EPSILONS = 16
 FIELDS = ("up", "gate", "down", "up_bias", "gate_bias", "down_bias")
 
 EXIT_OK, EXIT_NOT_ABSORBABLE, EXIT_ERROR = 0, 1, 2
@@ -571,11 +577,17 @@ def _record(path: Path) -> dict[str, str]:
 
 # ---- the whole command ------------------------------------------------------------------
 
+def default_max_error(dtype: str) -> float:
+    return GATE_EPSILONS * EPSILON[dtype]
+
+
 def export(spec_file: Path | str, name: str, out: Path | str, width: int | None = None,
            dtype: str = "float64", force: bool = False, points: int | None = None,
-           engine: str = "theory") -> dict[str, str]:
+           engine: str = "theory", max_error: float | None = None) -> dict[str, str]:
     """Decide block `name` of the spec and write its witness to `out`; return the record.
-    Raises ExportError (with its exit code) and SpecError (spec errors)."""
+    Nothing is written when the sample's relative error passes `max_error` (default:
+    `default_max_error(dtype)`). Raises ExportError (with its exit code) and SpecError (spec
+    errors)."""
     from .language import load_file
 
     spec_file, out = Path(spec_file), Path(out)
@@ -586,11 +598,11 @@ def export(spec_file: Path | str, name: str, out: Path | str, width: int | None 
         raise ExportError(f"{spec_file}: no block named {name!r} (blocks: {known})")
     found = find_witness(spec.blocks[name], width, engine)
     return write_witness(found, out, dtype, force, points, {
-        "spec": str(spec_file), "spec_sha256": proofs.sha256_file(spec_file)})
+        "spec": str(spec_file), "spec_sha256": proofs.sha256_file(spec_file)}, max_error)
 
 
 def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int | None,
-                  source: dict[str, str]) -> dict[str, str]:
+                  source: dict[str, str], max_error: float | None = None) -> dict[str, str]:
     block = found.block
     rounded = padded(rounded_arrays(found.layers, dtype) if found.layers is not None
                      else construction_arrays(block, dtype, found.decision.certificate),
@@ -608,8 +620,25 @@ def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: in
         **sample_error(block, {k: r.as_float64() for k, r in rounded.items()}, points),
         **({"width_note": found.width_note} if found.width_note else {}),
     }
+    gate(record, default_max_error(dtype) if max_error is None else max_error)
     write_arrays(out, arrays, record, force)
     return record
+
+
+def gate(record: dict[str, str], max_error: float) -> None:
+    """Refuse (ExportError, exit 2) a file whose measured sample error passes `max_error`:
+    the rounded arrays would not compute the block the proof is about. The bound is recorded
+    (`sample_max_error_allowed`); an unmeasured sample ("n/a") is not gated and says so."""
+    record["sample_max_error_allowed"] = f"{max_error:.6g}"
+    if record["sample_max_rel_error"] == "n/a":
+        return
+    measured = float(record["sample_max_rel_error"])
+    if not measured <= max_error:  # NaN is refused too
+        raise ExportError(
+            f"the {record['dtype']} arrays are off by {measured:.6g} (relative to the terms "
+            f"summed, over {record['sample_points']} sample points), beyond the "
+            f"{max_error:.6g} allowed; nothing written (a wider --dtype, or --max-error to "
+            "accept more)")
 
 
 def load_snippet(record: dict[str, str], shown: str, name: str | None = None) -> str:

@@ -51,6 +51,29 @@ def cli() -> Any:
     return run_cli
 
 
+@dataclass
+class CorpusRun:
+    """One run of the whole corpus, shared by the tests that read it (deciding it takes about a
+    minute): `absorb-prove ARGS` on a copy of specs/ at `folder / "specs"`, certificates written
+    to `folder / "p"`."""
+    folder: Path
+    args: list[str]
+    run: Run
+
+
+CORPUS_ARGS = ["--json", "--no-timing", "--crosscheck", "3000"]
+
+
+@pytest.fixture(scope="session")
+def corpus_run(tmp_path_factory: pytest.TempPathFactory) -> CorpusRun:
+    import shutil
+
+    folder = tmp_path_factory.mktemp("corpus")
+    shutil.copytree(CORPUS, folder / "specs")
+    args = [*CORPUS_ARGS, "--certificates", str(folder / "p"), str(folder / "specs")]
+    return CorpusRun(folder, args, run_cli(*args))
+
+
 @pytest.fixture
 def write_spec(tmp_path: Path) -> Any:
     """Write spec text to a file in a fresh folder; return its path."""

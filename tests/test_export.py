@@ -400,3 +400,44 @@ def test_a_narrower_witness_is_padded_to_the_width_asked(cli, spec, tmp_path):
     result = back(cli, spec, run.out[run.out.index("block R_plain"):] +
                   "\nclaim R equals R_plain\n")
     assert result.code == 0, result.out + result.err
+
+
+def test_the_sample_gate_writes_nothing_beyond_max_error(cli, spec, tmp_path):
+    target = tmp_path / "r7.npz"
+    target.write_bytes(b"mine")
+    # 7/10 in float32 is off by about 1e-8 of the terms: beyond 1e-12, within the default
+    run = cli("export", spec, "R7", "--out", target, "--dtype", "float32", "--force",
+              "--points", "2000", "--max-error", "1e-12")
+    assert run.code == 2 and "beyond the 1e-12 allowed; nothing written" in run.err
+    assert target.read_bytes() == b"mine"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    exported(cli, spec, "R7", "r7.npz", "--dtype", "float32", "--force")
+    record = read_export(target)[1]
+    assert record["sample_max_error_allowed"] == f"{export.default_max_error('float32'):.6g}"
+    assert 0 < float(record["sample_max_rel_error"]) <= float(record["sample_max_error_allowed"])
+
+
+def test_the_sample_gate_catches_arrays_that_do_not_compute_the_block(cli, spec, tmp_path,
+                                                                      monkeypatch):
+    """A rounding step that moved one weight by 1% (a bug export must never ship): the
+    default float64 gate refuses the file."""
+    rounded = export.rounded_arrays
+
+    def off(layers, dtype):
+        out = rounded(layers, dtype)
+        down = out["down"]
+        values = down.values.copy()
+        values.flat[np.argmax(np.abs(values))] *= 1.01
+        out["down"] = type(down)(values, down.max_rel_error)
+        return out
+
+    monkeypatch.setattr(export, "rounded_arrays", off)
+    run = cli("export", spec, "R", "--out", tmp_path / "r.npz", "--points", "2000")
+    assert run.code == 2 and "nothing written" in run.err, run.out
+    assert not (tmp_path / "r.npz").exists()
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "x"])
+def test_max_error_must_be_a_number_at_least_0(cli, spec, tmp_path, value):
+    run = cli("export", spec, "R", "--out", tmp_path / "r.npz", "--max-error", value)
+    assert run.code == 2 and "--max-error" in run.err

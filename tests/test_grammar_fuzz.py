@@ -80,7 +80,9 @@ def mutated(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=300, deadline=None,
+# Twice the profile's count: 120 in CI (about 0.1 s each: most mutants still parse and are
+# decided), 4000 under HYPOTHESIS_PROFILE=long.
+@settings(max_examples=2 * settings().max_examples, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(mutated())
 def test_mutated_examples_never_crash(tmp_path, text):

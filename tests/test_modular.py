@@ -337,7 +337,8 @@ claim Z is not absorbable
                             np.zeros(values.shape, dtype=np.int64))
 
     layers = [{"up": dyadic(UP), "down": dyadic(down)}]
-    return load_file(spec).blocks["Z"], layers, [[Fraction(v) for v in row] for row in skip]
+    rows = [[Fraction(v) for v in row] for row in skip]
+    return load_file(spec).blocks["Z"], layers, lambda r, c: rows[r][c]  # S's entry (r, c)
 
 
 def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
@@ -440,3 +441,14 @@ def test_rows_alone_on_their_key_are_found_exactly_even_when_hashes_collide():
     keys = np.array([[x, 0], [0, y], [x, 0], [1, 1]], dtype=np.int64)
     assert _alone(keys[:2], np.ones(2, dtype=bool)).tolist() == [True, True]  # a collision
     assert _alone(keys, np.ones(4, dtype=bool)).tolist() == [False, True, False, True]
+
+
+@pytest.mark.parametrize("skip", [
+    {"scale": "3/2"}, {"scale": "0"},
+    {"matrix": [["1", "2", "0"], ["-1/3", "0", "5"], ["0", "0", "7"]]}])
+def test_the_checkers_skip_entries_are_its_skip_rows(skip):
+    from absorb_formal.checker import exact
+
+    block = {"dim": 3, "skip": skip}
+    rows, entry = exact.skip_rows(block), exact.skip_entry(block)
+    assert [[entry(r, c) for c in range(3)] for r in range(3)] == [list(row) for row in rows]

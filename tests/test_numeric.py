@@ -33,8 +33,9 @@ def test_erf_matches_the_standard_library():
     assert np.allclose(_erf(x), want, rtol=1e-15, atol=3e-16)
 
 
-def test_every_absorbable_verdict_in_the_corpus_is_cross_checked(cli):
-    doc = cli("--json", "--crosscheck", "3000", CORPUS).json()
+def test_every_absorbable_verdict_in_the_corpus_is_cross_checked(corpus_run):
+    assert "--crosscheck" in corpus_run.args and "3000" in corpus_run.args
+    doc = corpus_run.run.json()
     checked = 0
     for f in doc["files"]:
         for r in f["results"]:

@@ -357,3 +357,22 @@ def test_integer_fields_must_be_integers(tmp_path, cli, monkeypatch):
         forged["certificate"] = {**witness, field: value}
         verdict = verify(forged, read)
         assert verdict.status == "invalid" and reason in verdict.reason, (field, verdict)
+
+
+@pytest.mark.parametrize("rows, expected", [
+    ([[2, 0, 0], [0, 2, 0], [0, 0, 2]], 100),  # 2I: −2/2 = −1 ≡ 100 mod 101
+    ([[0, 0, 0], [0, 0, 0], [0, 0, 0]], 0),
+    ([[2, 0, 0], [0, 2, 1], [0, 0, 2]], None),  # an off-diagonal entry: not a multiple of I
+    ([[2, 0, 0], [0, 3, 0], [0, 0, 2]], None),  # unequal diagonal
+    ([[0, 0, 0], [0, 2, 0], [0, 0, 2]], None),  # a zero first diagonal entry only
+])
+def test_the_checkers_target_knows_a_multiple_of_the_identity(rows, expected):
+    from absorb_formal.checker import unique_subset as checker
+
+    skip = [[Fraction(v) for v in row] for row in rows]  # distinct objects, as read from a file
+    target = checker._target(skip, Fraction(1), 101)
+    if expected is None:
+        assert [[int(v) for v in row] for row in target] == \
+            [[(-v * 51) % 101 for v in row] for row in rows]  # −S/2 entrywise (1/2 ≡ 51)
+    else:
+        assert target == expected

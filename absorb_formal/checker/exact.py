@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -150,6 +150,16 @@ def skip_rows(block: dict[str, Any]) -> Rows:
     if "matrix" in skip:
         return mat(skip["matrix"])
     return eye(block["dim"], q(skip["scale"]))
+
+
+def skip_entry(block: dict[str, Any]) -> Callable[[int, int], Fraction]:
+    """S's entry at (r, c), without building the d×d rationals of S = cI (GPT-2: d² = 589,824)."""
+    skip = _skip(block)
+    if "matrix" in skip:
+        rows = mat(skip["matrix"])
+        return lambda r, c: rows[r][c]
+    scale = q(skip["scale"])
+    return lambda r, c: scale if r == c else ZERO
 
 
 def evaluate(block: dict[str, Any], layers: Sequence[dict[str, Any]], x: Sequence[Fraction],

@@ -24,11 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from fractions import Fraction
-from typing import Any
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from . import exact, lemmas, smt
+
+if TYPE_CHECKING:
+    import sympy as sp  # imported where it is used: a check that needs no sympy loads none
 
 RLIMIT = 40_000_000  # z3 resource units: deterministic, unlike a timeout
 CVC5_TIMEOUT_MS = 10_000  # cvc5 1.4 takes 20-60 s on some synthesis queries z3 does in 0.1 s
@@ -89,6 +90,8 @@ def _flat(layers: list[dict[str, Any]]) -> list[str]:
 
 def _affine(layer: dict[str, Any], key: str, value: list[Any]) -> list[Any]:
     """sympy: layer[key]·value (+ its bias when the layer has one, docs/rules.md §8)."""
+    import sympy as sp
+
     out = [sp.Add(*(a * v for a, v in zip(row, value, strict=True))) for row in layer[key]]
     bias = layer.get(f"{key}_bias")
     return out if bias is None else [o + b for o, b in zip(out, bias, strict=True)]
@@ -97,15 +100,19 @@ def _affine(layer: dict[str, Any], key: str, value: list[Any]) -> list[Any]:
 def _stack(activation: dict[str, Any], skip: exact.Rows | None, layers: list[dict[str, Any]],
            x: list[Any]) -> list[Any]:
     """sympy: the stack at x; layer entries are sympy expressions."""
-    sigma = lemmas.formula(activation)
+    import sympy as sp
+
+    from . import lemma_proofs
+
+    sigma = lemma_proofs.formula(activation)
     value = list(x)
     for layer in layers:
         pre = _affine(layer, "up", value)
         if activation["gated"]:
             gate = _affine(layer, "gate", value)
-            hidden = [sigma.subs(lemmas.Z, g) * h for g, h in zip(gate, pre, strict=True)]
+            hidden = [sigma.subs(lemma_proofs.Z, g) * h for g, h in zip(gate, pre, strict=True)]
         else:
-            hidden = [sigma.subs(lemmas.Z, h) for h in pre]
+            hidden = [sigma.subs(lemma_proofs.Z, h) for h in pre]
         out = _affine(layer, "down", hidden)
         if skip is not None:
             out = [o + sp.Add(*(sp.Rational(c) * v for c, v in zip(row, value, strict=True)))
@@ -115,11 +122,15 @@ def _stack(activation: dict[str, Any], skip: exact.Rows | None, layers: list[dic
 
 
 def _rational_layers(block: dict[str, Any]) -> list[dict[str, Any]]:
+    import sympy as sp
+
     return [_map(layer, sp.Rational) for layer in block["layers"]]
 
 
 def value(entry: Any) -> sp.Expr:
     """A witness entry: a rational string, or {"root_of": ascending coeffs, "index": i}."""
+    import sympy as sp
+
     if isinstance(entry, str):
         return sp.Rational(entry)
     t = sp.Symbol("t")
@@ -138,6 +149,8 @@ def value(entry: Any) -> sp.Expr:
 
 def identity(block: dict[str, Any], layers: list[dict[str, Any]]) -> bool:
     """P − B ≡ 0 as polynomials in x (exact; algebraic entries via minimal polynomials)."""
+    import sympy as sp
+
     x = [sp.Symbol(f"x{k}") for k in range(block["dim"])]
     plain = _stack(block["activation"], None, [_map(layer, value) for layer in layers], x)
     target = _stack(block["activation"], exact.skip_rows(block), _rational_layers(block), x)
@@ -151,6 +164,8 @@ def identity(block: dict[str, Any], layers: list[dict[str, Any]]) -> bool:
 
 def equations(block: dict[str, Any], width: int) -> tuple[list[sp.Symbol], set[sp.Expr]]:
     """The checker's own coefficient-matching system for width `width`."""
+    import sympy as sp
+
     layers = _block_names(block, width)
     symbols = [sp.Symbol(n) for n in _flat(layers)]
     x = [sp.Symbol(f"x{k}") for k in range(block["dim"])]
@@ -164,6 +179,8 @@ def equations(block: dict[str, Any], width: int) -> tuple[list[sp.Symbol], set[s
 
 def polynomial(terms: list[list[Any]], symbols: list[sp.Symbol]) -> sp.Expr:
     """A polynomial from [coefficient, exponents] terms (never evaluated as code)."""
+    import sympy as sp
+
     out = sp.Integer(0)
     for coefficient, exponents in terms:
         require(len(exponents) == len(symbols), "exponent vector of the wrong length")
@@ -230,6 +247,8 @@ def _stored_text(cert: dict[str, Any], own: str, built_from: str) -> None:
 
 def infeasible(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     """Nullstellensatz (cofactors or Gröbner basis [1]) or real infeasibility of the system."""
+    import sympy as sp
+
     symbols, own = equations(block, width)
     require([str(s) for s in symbols] == cert["unknowns"], "unexpected unknowns")
     stored = [polynomial(f, symbols) for f in cert["equations"]]
@@ -258,6 +277,8 @@ def infeasible(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
 
 def equations_smtlib(polys: list[sp.Expr], symbols: list[sp.Symbol]) -> str:
     """"Every equation holds", QF_NRA, in the certificate's order of the equations."""
+    import sympy as sp
+
     lines = [*_header(), *(f"(declare-fun {s} () Real)" for s in symbols)]
     for f in polys:
         terms = []

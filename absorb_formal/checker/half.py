@@ -12,14 +12,9 @@ when the certificate combines them that way. Nothing here imports the prover.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
 from fractions import Fraction
 from typing import Any
-
-import flint
-import sympy as sp
 
 from . import exact, lemmas
 from .exact import Rows, q
@@ -45,26 +40,12 @@ def require(condition: bool, reason: str) -> None:
 def slope(activation: dict[str, Any]) -> Fraction:
     """c with σ = c·relu, re-proved; Invalid for any other σ (leaky ReLU, GELU, SiLU: the
     derivative never vanishes, and Lemma H fails for them; gated blocks)."""
-    found = _slope(json.dumps(activation, sort_keys=True))
+    found = lemmas.relu_multiple(activation)
     require(found is not None, f"{activation['name']}: the half-activation bound needs "
                                "sigma = c*relu (ungated, H(1), sigma(z) = 0 for z < 0); its "
                                "derivative must vanish on a half-line")
     assert found is not None
     return found
-
-
-@functools.cache
-def _slope(key: str) -> Fraction | None:
-    activation = json.loads(key)
-    if activation["gated"] or not lemmas.holds(activation, "H", 1):
-        return None
-    s = lemmas.formula(activation)
-    if sp.simplify(sp.piecewise_fold(s.subs(lemmas.Z, -lemmas.P))) != 0:
-        return None
-    c = sp.simplify(s.subs(lemmas.Z, sp.Integer(1)))
-    if not c.is_Rational or c == 0:
-        return None
-    return Fraction(int(c.p), int(c.q))
 
 
 def check_family(block: dict[str, Any], width: int) -> None:
@@ -180,6 +161,8 @@ def pattern_matrix(s: Rows, up: Rows, down: Rows, c: Fraction, pattern: int) -> 
 
 
 def _residues(rows: Rows) -> Any:
+    import flint
+
     values = []
     for row in rows:
         for x in row:

@@ -23,6 +23,7 @@ prime to q). Checked with one product, O(m·k²) for a k × k grid, and no LU.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -72,11 +73,11 @@ def _residue(value: Fraction, p: int) -> int:
     return value.numerator * pow(value.denominator, -1, p) % p
 
 
-def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str, Any],
-          slope: Fraction) -> None:
+def check(skip: Callable[[int, int], Fraction], width: int, layers: Layers,
+          cert: dict[str, Any], slope: Fraction) -> None:
     """Every neuron alive on its own key mod p, then Y: d_iᵀ Y u_i ≡ 0 mod q for every i and
     ⟨Y, S⟩ ≢ 0 mod q — at width m no identity S + Σ c_i d_i u_iᵀ = 0 with c_i ∈ {0, ±2a}
-    (`slope` = a) holds (docs/rules.md §4 generic case)."""
+    (`slope` = a) holds (docs/rules.md §4 generic case). `skip(r, c)`: S's entry."""
     require(cert.get("rule") == "§4 generic case", "the modular functional is §4's generic case")
     up, down = _depth_one(layers)
     m, d = up.shape
@@ -102,7 +103,7 @@ def check(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str
                                      down.residue_block(q, rows, None),
                                      up.residue_block(q, None, cols), q)
     require(not values.any(), f"Y is not orthogonal to d_i u_i^T mod {q} for every i")
-    value = sum(v * _residue(skip[r][c], q) for v, (r, c) in zip(y, coords, strict=True)) % q
+    value = sum(v * _residue(skip(r, c), q) for v, (r, c) in zip(y, coords, strict=True)) % q
     require(value != 0, f"<Y, S> is 0 mod {q}")
     require(value == int(cert["Y_dot_S"]), "the stored <Y, S> is wrong")
 

@@ -68,7 +68,7 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     """The linear-neuron witness of a biased gated block."""
     import sympy as sp
 
-    from .lemmas import Z, formula
+    from .lemma_proofs import Z, formula
 
     require(cert["check"] == LINEAR, "not the linear-neuron construction")
     require(block["depth"] == 1 and block["activation"]["gated"] and bool(block.get("bias")),
@@ -108,7 +108,7 @@ def check_square_pairs(block: dict[str, Any], width: int, cert: dict[str, Any]) 
     """The square-pair witness of a biased block whose σ is a polynomial of degree 2."""
     import sympy as sp
 
-    from .lemmas import Z, formula
+    from .lemma_proofs import Z, formula
 
     require(cert["check"] == SQUARE_PAIRS, "not the square-pair construction")
     require(block["depth"] == 1 and not block["activation"]["gated"] and bool(block.get("bias")),

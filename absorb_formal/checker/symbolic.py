@@ -7,7 +7,7 @@ rational coefficient (absent: 1) times atoms `kind(β)` with an optional `^e`, e
 as its reflection, `reflection`). It is parsed into a map monomial ↦ coefficient (a
 Laurent polynomial over Q in the atoms); sums and rational multiples are formal, so two
 values with the same map are the same real. Whether a value is non-zero is decided only from
-an enclosure: each atom evaluated from σ's own sympy formula (`lemmas.formula`) in
+an enclosure: each atom evaluated from σ's own sympy formula (`lemma_proofs.formula`) in
 python-flint's arb ball arithmetic, at growing precision, until the ball excludes 0.
 """
 
@@ -204,7 +204,7 @@ def _atom_ball(kind: str, point: Fraction, bits: int) -> Any:
     """σ(point) as an arb ball at `bits` (a wide construction repeats one atom many times)."""
     import flint
 
-    from .lemmas import formula
+    from .lemma_proofs import formula
 
     with flint.ctx.workprec(bits):
         return _ball(formula({"kind": kind}), point)
@@ -231,7 +231,7 @@ def nonzero_at(activation: dict[str, Any], point: Fraction) -> bool:
     else by an arb enclosure of σ's formula at `point` that excludes 0 (`sign`)."""
     import sympy as sp
 
-    from .lemmas import Z, formula
+    from .lemma_proofs import Z, formula
 
     value = sp.simplify(formula(activation).subs(Z, sp.Rational(str(point))))
     if value.is_Rational:

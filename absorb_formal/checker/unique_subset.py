@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import modlu
+from .exact import ZERO
 from .modular import Layers, _depth_one, _prime, affine_keys_distinct, key_classes, require
 
 CHECK = "own neurons, rows of J negated"
@@ -118,7 +119,10 @@ def _target(skip: list[list[Fraction]], a: Fraction, q: int) -> np.ndarray | int
     d = len(skip)
     factor = -1 / (2 * a)
     diagonal = skip[0][0] if d else Fraction(0)
-    if all(skip[r][c] == (diagonal if r == c else 0) for r in range(d) for c in range(d)):
+    # S = diagonal·I: each row's zeros counted in C (list.count; S = cI built by exact.eye
+    # holds one shared zero, found by identity), not d² comparisons of Fractions in Python
+    zeros = d if diagonal == 0 else d - 1
+    if all(row.count(ZERO) == zeros and row[r] == diagonal for r, row in enumerate(skip)):
         return _residue(diagonal * factor, q)
     return np.array([[_residue(v * factor, q) for v in row] for row in skip], dtype=np.int64)
 

@@ -7,11 +7,10 @@ ranks and products, sympy lemmas, and solver answers. Any gap is an `Invalid` wi
 from __future__ import annotations
 
 import itertools
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
-
-from sympy.polys.polyerrors import BasePolynomialError
 
 from . import (
     doubles,
@@ -35,6 +34,10 @@ MAX_ENUMERATION = 16
 NEVER_RULES = ("T1", "T2", "T3", "T4", "T2∞")
 NEVER_PROPERTIES = {"T2": "E", "T3": "Bd", "T4": "F", "T2∞": "E, H(1)"}  # T1: H(k) from k
 BIASED_NEVER_RULES = ("T3", "T2∞")  # docs/rules.md §8: the never-rules that survive biases
+
+
+MALFORMED: tuple[type[Exception], ...] = (KeyError, ValueError, TypeError, IndexError,
+                                          ZeroDivisionError, AttributeError)
 
 
 class Invalid(Exception):
@@ -69,12 +72,18 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
     except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
             half.Invalid, symbolic.Invalid) as error:
         return Verdict("invalid", str(error))
-    except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError, AttributeError,
-            BasePolynomialError) as e:  # sympy's, e.g. a root_of with a constant polynomial
+    except MALFORMED + _sympy_errors() as e:  # sympy's: e.g. a root_of with a constant polynomial
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
     except (RuntimeError, OverflowError, MemoryError) as e:  # a solver refusing its input
         # (OR-Tools on a coefficient beyond 64 bits), nesting too deep: nothing was verified
         return Verdict("invalid", f"not verifiable: {type(e).__name__}: {str(e)[:200]}")
+
+
+def _sympy_errors() -> tuple[type[Exception], ...]:
+    """sympy's polynomial errors, when sympy is loaded (unloaded, it raised none); sympy is
+    imported only by the checks that use it."""
+    loaded = sys.modules.get("sympy.polys.polyerrors")
+    return () if loaded is None else (loaded.BasePolynomialError,)
 
 
 def derive_claim(doc: dict[str, Any]) -> dict[str, Any]:
@@ -549,7 +558,7 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
             unique_subset.check_refutation([list(r) for r in exact.skip_rows(block)], width,
                                            layers, cert, family[1])
         else:
-            modular.check([list(r) for r in exact.skip_rows(block)], width, layers, cert,
+            modular.check(exact.skip_entry(block), width, layers, cert,
                           family[1])
     except FileError as error:  # a denominator divisible by p: no residue
         raise Invalid(str(error)) from error
