@@ -12,6 +12,14 @@ reading and the cross-check:
   not absorbable;
 - int64: relu, d = 100, m = 1260, int64 weights beyond 2^53, S = −d₁u₁ᵀ: absorbable.
 
+§8.2 flip sets at scale (docs/rules.md §8.2, "Flip sets at scale"), GPT-2-sized biased blocks
+(d = 768, m = 3072, float32 weights and biases, S = I unless said):
+- swiglu, relu2: generic: not absorbable at width m (the unique solution is not 0/1);
+- swiglu-pair: neuron 5 repeats neuron 3's gate and up rows and up bias, with the opposite
+  down column and gate biases ¼ and ¾; S = ½·d₃u₃ᵀ (exact): absorbable, J = {3, 5};
+- glu-skip: a glu block whose learnable skip is S = −d_j u_jᵀ (read with `skip load`):
+  absorbable, J = {j}.
+
 Run: python -m benchmarks.bench_unique [NAME ...]. Prints one markdown row per instance.
 """
 
@@ -70,8 +78,49 @@ def int64(folder: Path) -> str:
     return SPEC.format(act="relu", d=d, m=m, skip="[" + rows + "]")
 
 
+BIASED = """block B {{
+    activation {act}  dim {d}  width {m}  skip {skip}  bias
+    up   = load("w.npz", "up")     up_bias   = load("w.npz", "b")
+    down = load("w.npz", "down")   down_bias = load("w.npz", "c"){gate}
+}}
+claim B is absorbable
+"""
+
+
+def flip_block(folder: Path, act: str, plant: str | None = None) -> str:
+    d, m, i, j = 768, 3072, 2, 4
+    rng = np.random.default_rng(4)
+
+    def weights(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.05).astype(np.float32)
+
+    found = {"up": weights(m, d), "down": weights(d, m), "b": weights(m), "c": weights(d)}
+    gated = act != "relu^2"
+    if gated:
+        found.update(gate=weights(m, d), g=weights(m))
+    skip = "identity"
+    if plant == "pair":  # swiglu: 2a = 1, S = −(γ_i − γ_j)·d_i u_iᵀ = ½·d_i u_iᵀ
+        for name in ("up", "gate"):
+            found[name][j] = found[name][i]
+        found["b"][j] = found["b"][i]
+        found["g"][i], found["g"][j] = 0.25, 0.75
+        found["down"][:, j] = -found["down"][:, i]
+    if plant is not None:
+        scale = -1.0 if plant == "skip" else 0.5  # glu: −S/(2c) = −S = d_i u_iᵀ
+        found["S"] = scale * np.outer(found["down"][:, i].astype(np.float64),
+                                      found["up"][i].astype(np.float64))  # exact
+        skip = 'load("w.npz", "S")'
+    np.savez(folder / "w.npz", **found)
+    gate = ('\n    gate = load("w.npz", "gate")   gate_bias = load("w.npz", "g")'
+            if gated else "")
+    return BIASED.format(act=act, d=d, m=m, skip=skip, gate=gate)
+
+
 CASES = {"ffn-skip": ffn_skip, "gpt2-planted": lambda f: planted(f, 1.0),
-         "gpt2-twice": lambda f: planted(f, 2.0), "int64": int64}
+         "gpt2-twice": lambda f: planted(f, 2.0), "int64": int64,
+         "swiglu": lambda f: flip_block(f, "swiglu"), "relu2": lambda f: flip_block(f, "relu^2"),
+         "swiglu-pair": lambda f: flip_block(f, "swiglu", "pair"),
+         "glu-skip": lambda f: flip_block(f, "glu", "skip")}
 
 
 def timed(args: list[str], cwd: Path) -> tuple[float, str]:

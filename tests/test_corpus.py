@@ -107,5 +107,6 @@ def test_corpus_covers_every_rule(corpus_run):
                  "§5 stack of per-layer witnesses", "linear rank (§4)", "§4 genericity",
                  "§4 rank of S", "§4 subset condition", "§4 relu family, d = 1",
                  "spare pairs (§4)", "plain family (skip none)",
-                 "§4 key count + doubles (large block)"):
+                 "§4 key count + doubles (large block)",
+                 "§8.2 flip sets + unique solution mod q"):
         assert rule in methods, rule

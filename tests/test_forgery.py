@@ -396,3 +396,31 @@ def test_r6_embedded_blocks_must_be_consistent_when_the_spec_is_gone(cli, tmp_pa
     for width in (0, -1):
         assert verify({**doc, "statement": f"R is absorbable at width {width}",
                        "claim": {**doc["claim"], "width": width}}).status == "invalid"
+
+
+# ---- §8.2 flip sets at scale (docs/rules.md §8.2, "Flip sets at scale") --------------------
+
+def test_r7_a_flip_set_refutation_carried_to_an_absorbable_block_is_invalid(cli, tmp_path,
+                                                                            monkeypatch):
+    """The generic block's `unique subset solution` put on a block of the same shape whose
+    planted J is a flip set: the checker rebuilds the system from the absorbable block's own
+    weights, finds a 0/1 solution whose identity holds, and rejects the refutation; the
+    absorbable block's flips witness put back on the generic block fails its identity."""
+    from .test_flips_large import D, M, spec
+    from .test_large import doc_at, prove, weights
+
+    generic, planted = tmp_path / "generic", tmp_path / "planted"
+    docs = {}
+    for folder, plant in ((generic, None), (planted, "pair")):
+        folder.mkdir()
+        prove(folder, cli, monkeypatch, spec(folder, "glu", D, M, plant),
+              "claim Big is absorbable\n")
+        docs[plant] = doc_at(folder, 0)
+    (generic_path, refuted), (planted_path, proved) = docs[None], docs["pair"]
+    assert refuted["outcome"] == "refuted" and proved["outcome"] == "proved"
+    forged = {**proved, "outcome": "refuted", "certificate": refuted["certificate"]}
+    verdict = verify(forged, weights(planted_path, forged))
+    assert verdict.status == "invalid", verdict
+    forged = {**refuted, "outcome": "proved", "certificate": proved["certificate"]}
+    verdict = verify(forged, weights(generic_path, forged))
+    assert verdict.status == "invalid" and "do not give" in verdict.reason, verdict

@@ -819,17 +819,8 @@ def projected_system(down: np.ndarray, up: np.ndarray, target: np.ndarray | int,
     before they become float64. Every step is an exact product mod p (`product_mod`), an
     entry-wise product of two residues (< p² < 2^52) or a sum of d residues (< d·p < 2^53),
     reduced; both bounds are raised on."""
+    down_f, up_t, matrix = _system_inputs(down, up, target, p)
     d, m = down.shape
-    _product_bound(1, p)
-    if p >= 1 << 26 or d * p >= EXACT:
-        raise ArithmeticError(f"residue products mod {p} or sums of {d} are not exact in float64")
-
-    def residues(values: Any) -> np.ndarray:
-        return (np.asarray(values, dtype=np.int64) % p).astype(np.float64)
-
-    down_f = residues(down)
-    up_t = np.ascontiguousarray(residues(up).T)
-    matrix = None if isinstance(target, int | np.integer) else residues(target)
     out = np.empty((m, m + 1))
     bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
                 _random_bands(seed, 1, m, d, p, SYSTEM_BAND), strict=True)
@@ -838,11 +829,81 @@ def projected_system(down: np.ndarray, up: np.ndarray, target: np.ndarray | int,
         block = out[rows, :m]
         np.multiply(product_mod(left, down_f, p), product_mod(right, up_t, p), out=block)
         _Numpy.reduce(block, p)
-        if matrix is None:  # p_jᵀ (t·I) q_j = t·(p_j·q_j); a sum of d residues < d·p
-            rhs = np.mod(np.mod(left * right, p).sum(axis=1), p) * (int(target) % p)
-        else:
-            rhs = (np.mod(product_mod(left, matrix, p) * right, p)).sum(axis=1)
-        out[rows, m] = np.mod(rhs, p)
+        out[rows, m] = _bilinear(left, right, matrix, target, p)
+    return np.mod(out, p, out=out)
+
+
+def _system_inputs(down: np.ndarray, up: np.ndarray, target: np.ndarray | int, p: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(D, Uᵀ, T or None for T = t·I) as float64 residues, once the bounds of a projected
+    system hold (raised on otherwise)."""
+    d = down.shape[0]
+    _product_bound(1, p)
+    if p >= 1 << 26 or d * p >= EXACT:
+        raise ArithmeticError(f"residue products mod {p} or sums of {d} are not exact in float64")
+    matrix = None if isinstance(target, int | np.integer) else _residues(target, p)
+    return _residues(down, p), np.ascontiguousarray(_residues(up, p).T), matrix
+
+
+def _residues(values: Any, p: int) -> np.ndarray:
+    """Integers reduced mod p in int64, then float64 (an unreduced int64 beyond 2^53 would
+    round)."""
+    return (np.asarray(values, dtype=np.int64) % p).astype(np.float64)
+
+
+def _bilinear(left: np.ndarray, right: np.ndarray, matrix: np.ndarray | None,
+              target: np.ndarray | int, p: int) -> np.ndarray:
+    """p_jᵀ T q_j mod p for each row p_j of `left`, q_j of `right` (float64 residues); T the
+    residues `matrix`, or, when it is None, the integer `target` times I: p_jᵀ (t·I) q_j =
+    t·(p_j·q_j). Each entry-wise product of two residues is below p² < 2^52 and each sum of d
+    reduced ones below d·p < 2^53 (the callers raise otherwise)."""
+    if matrix is None:
+        rhs = np.mod(np.mod(left * right, p).sum(axis=1), p) * (int(target) % p)
+    else:
+        rhs = (np.mod(product_mod(left, matrix, p) * right, p)).sum(axis=1)
+    return np.mod(rhs, p)
+
+
+def projected_flip_system(down: np.ndarray, up: np.ndarray, gate: np.ndarray,
+                          up_weight: np.ndarray, gate_weight: np.ndarray,
+                          target: np.ndarray | int, seed: int, p: int) -> np.ndarray:
+    """The m×(m+1) float64 array [A | b] mod p of docs/rules.md §8.2's two conditions at once,
+    Σ_i c_i d_i ⊗ sym(g_i u_iᵀ) = 0 and Σ_i c_i d_i w_iᵀ = T with w_i = λ_i u_i + μ_i g_i,
+    seen through m functionals (X, L) ↦ Σ_r p_{j,r}·b_jᵀ X_r b_j + p_jᵀ L q_j (X_r: the d×d
+    slice r of the d×d×d part): A[j, i] = (p_j·d_i)·((b_j·g_i)(b_j·u_i) + q_j·w_i) —
+    b_jᵀ sym(g uᵀ) b_j = (b_j·g)(b_j·u), no d³ tensor — and b_j = p_jᵀ T q_j, with P, Q as
+    in `projected_system` (streams 0, 1) and B = `random_residues(seed, 2, m, d, p)`: four
+    products of m×d by d×m (relu², the case gate = up, μ = 0: three). down: D (d×m), up,
+    gate: U, G (m×d), up_weight, gate_weight: λ, μ (m), target: T (d×d) or an integer t for
+    T = t·I; integers, reduced mod p in int64 first. W = λ⊙U + μ⊙G is formed in int64 (two
+    products of residues and their sum, below 2p² < 2^63) and reduced; every other step is
+    an exact product mod p (`product_mod`), an entry-wise product of two residues
+    (< p² < 2^52, reduced) or a sum of d residues (< d·p < 2^53); the bounds are raised on."""
+    down_f, up_t, matrix = _system_inputs(down, up, target, p)
+    d, m = down.shape
+    same = gate is up
+    gate_t = up_t if same else np.ascontiguousarray(_residues(gate, p).T)
+    lam = np.asarray(up_weight, dtype=np.int64) % p
+    mu = np.asarray(gate_weight, dtype=np.int64) % p
+    lines = lam[:, None] * (np.asarray(up, dtype=np.int64) % p) % p
+    if mu.any():
+        lines += mu[:, None] * (np.asarray(gate, dtype=np.int64) % p) % p
+    lines_t = np.ascontiguousarray(_residues(lines, p).T)
+    out = np.empty((m, m + 1))
+    bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
+                _random_bands(seed, 1, m, d, p, SYSTEM_BAND),
+                _random_bands(seed, 2, m, d, p, SYSTEM_BAND), strict=True)
+    for n, (left, right, middle) in enumerate(bands):
+        rows = slice(n * SYSTEM_BAND, n * SYSTEM_BAND + left.shape[0])
+        by_up = product_mod(middle, up_t, p)
+        bracket = by_up * (by_up if same else product_mod(middle, gate_t, p))  # < p²
+        _Numpy.reduce(bracket, p)
+        bracket += product_mod(right, lines_t, p)  # two terms of magnitude < p
+        _Numpy.reduce(bracket, p)
+        block = out[rows, :m]
+        np.multiply(product_mod(left, down_f, p), bracket, out=block)  # < p²
+        _Numpy.reduce(block, p)
+        out[rows, m] = _bilinear(left, right, matrix, target, p)
     return np.mod(out, p, out=out)
 
 

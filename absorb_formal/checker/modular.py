@@ -40,6 +40,8 @@ class ExactMatrix(Protocol):
 
     def column(self, j: int) -> list[Fraction]: ...
 
+    def row(self, i: int) -> list[Fraction]: ...
+
     def residues(self, p: int, index: Any) -> list[int]: ...
 
     def residue_matrix(self, p: int) -> np.ndarray: ...
@@ -134,9 +136,31 @@ def _prime(cert: dict[str, Any]) -> int:
 def key_classes(up: ExactMatrix, down: ExactMatrix, p: int) -> tuple[bool, int]:
     """(every row of U non-zero and alone on its residue key, the number of rows alone on their
     residue key whose column of D is non-zero), from the checker's own exact reading."""
-    res, nonzero = up.residue_matrix(p), up.nonzero()
+    res, nonzero = up.residue_matrix(p), np.asarray(up.nonzero())
+    alone = _keys_alone(res, nonzero, p, "U")
+    live = down.nonzero().any(axis=0)
+    return bool(nonzero.any(axis=1).all() and alone.all()), int((alone & live).sum())
+
+
+def affine_keys_distinct(rows: ExactMatrix, offsets: list[Fraction], p: int) -> bool:
+    """Whether every row r_i is non-zero and the rows [r_i | o_i] lie on pairwise different
+    lines of Q^{d+1} (docs/rules.md §8.2 keys: relu² [u_i | β_i], gated [g_i | γ_i]), by
+    residue keys mod p: different residue keys are different lines, hence different keys up
+    to a non-zero factor and up to sign."""
+    res, nonzero = rows.residue_matrix(p), np.asarray(rows.nonzero())
+    if not nonzero.any(axis=1).all():
+        return False
+    column = np.array([_residue(o, p) for o in offsets], dtype=np.int64).reshape(-1, 1)
+    flags = np.array([o != 0 for o in offsets], dtype=bool).reshape(-1, 1)
+    return bool(_keys_alone(np.hstack([res, column]), np.hstack([nonzero, flags]), p,
+                            "a key row").all())
+
+
+def _keys_alone(res: np.ndarray, nonzero: np.ndarray, p: int, what: str) -> np.ndarray:
+    """Which rows are non-zero and alone on their residue key (the row times the inverse of
+    its first non-zero entry, mod p); `res` is overwritten with the keys."""
     require(bool(np.array_equal(res != 0, nonzero)),
-            f"a non-zero entry of U is a multiple of {p}: residue keys are not sound")
+            f"a non-zero entry of {what} is a multiple of {p}: residue keys are not sound")
     m = res.shape[0]
     present = nonzero.any(axis=1)
     first = res[np.arange(m), nonzero.argmax(axis=1)]
@@ -149,9 +173,7 @@ def key_classes(up: ExactMatrix, down: ExactMatrix, p: int) -> tuple[bool, int]:
         power >>= 1
     res *= scale[:, None]  # in place: the keys (an OPT-size U has 67 million entries)
     res %= p
-    alone = _alone(res, np.asarray(present))
-    live = down.nonzero().any(axis=0)
-    return bool(present.all() and alone.all()), int((alone & live).sum())
+    return _alone(res, np.asarray(present))
 
 
 def _alone(keys: np.ndarray, present: np.ndarray) -> np.ndarray:

@@ -184,7 +184,11 @@ def _flips_ok(doc: dict[str, Any]) -> bool:
 
 
 def _flip_part(cert: dict[str, Any] | None) -> bool:
-    """A §8.2 flip witness or subset refutation (checked by checker/flips.py, biases kept)."""
+    """A §8.2 flip witness or subset refutation (checked by checker/flips.py, biases kept), or
+    one at scale (checker/unique_subset.py, `unique subset solution` or its flips witness)."""
+    if isinstance(cert, dict) and unique_subset.flip_rule(cert):  # §8.2 at scale
+        return cert.get("kind") == unique_subset.KIND or (
+            cert.get("kind") == "witness" and cert.get("check") == unique_subset.CHECK)
     if not isinstance(cert, dict) or cert.get("section") != flips.SECTION:
         return False
     return cert.get("check") == flips.CHECK if cert.get("kind") == "witness" else \
@@ -273,6 +277,11 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
     """The certificate is a plain stack of width ≤ `width` equal to the block. `layers`: the
     weights of a block too large to embed, for witnesses that read them."""
     require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
+    if cert.get("check") == unique_subset.CHECK and unique_subset.flip_rule(cert):
+        unique_subset.check_flip_witness(block, [list(r) for r in exact.skip_rows(block)],
+                                         width, _weights(block, layers), cert,
+                                         flips.rule(block["activation"]))
+        return
     if cert.get("check") == unique_subset.CHECK:  # large blocks: J, not stored layers
         _require_generic_case(block)
         unique_subset.check_witness([list(r) for r in exact.skip_rows(block)], width,
@@ -524,6 +533,16 @@ def _weights(block: dict[str, Any], layers: modular.Layers | None) -> modular.La
 
 def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
                       layers: modular.Layers | None) -> None:
+    if cert["kind"] == unique_subset.KIND and unique_subset.flip_rule(cert):  # §8.2 at scale
+        from .files import FileError
+
+        try:
+            unique_subset.check_flip_refutation(
+                block, [list(r) for r in exact.skip_rows(block)], width,
+                _weights(block, layers), cert, flips.rule(block["activation"]))
+        except FileError as error:  # a denominator divisible by p: no residue
+            raise Invalid(str(error)) from error
+        return
     family = _require_generic_case(block)
     # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
     # key count is issued (and checked) for a ≠ 0 only

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import certificates as cert
 from ..model import Block, Layer, Matrix
-from . import flips, glu, half_activation, large, linear, width
+from . import flips, flips_large, glu, half_activation, large, linear, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import BIASED, Decision, undecided
 from .never import never
@@ -226,9 +226,13 @@ def biased_at_width(block: Block, size: int) -> Decision:
     if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys; §8 gated
         if large.applies(block):
             return large.decide(block, size)
+        own = flips_large.decide(block, size)  # §8.2 at scale: relu², swiglu/geglu/reglu, glu
+        if own is not None and own.absorbable is not None:
+            return own
         if large.construction(block) is not None:
-            return large.decide_construction(block, size)
-        return undecided(BIASED)
+            above = large.decide_construction(block, size)
+            return own if above.absorbable is None and own is not None else above
+        return own or undecided(BIASED)
     if block.depth > 1:  # §8.4: a stack of absorbable layers is absorbable
         return stacked(block, size)
     found_linear = linear.decide_width(block, size)  # σ = a·z: Λx + γ (docs/rules.md §8)
@@ -237,13 +241,25 @@ def biased_at_width(block: Block, size: int) -> Decision:
     cf = biased_keys(block)
     if cf is not None:  # §8.1: §4's width search over affine keys
         return large_first(block, size) or ridge_width(cf, block, size)
-    found = flips.decide(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
+    found = flip_sets(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
     if found is not None and found.absorbable is not None:
         return found
     built = large.construction(block)  # §8: linear neurons / square quadruples, any size
     if built is not None and size >= int(built["width"]):
         return large.decide_construction(block, size)
     return found or undecided(BIASED)
+
+
+def flip_sets(block: Block, size: int) -> Decision | None:
+    """§8.2 at width `size`: at scale (`flips_large`, the unique solution mod q) for blocks
+    over the exact-work limit, and first for those whose exact system is large (routing by
+    cost); else, or when it leaves the width open, the exact subset search (`flips`)."""
+    if too_large(block) or flips_large.costly(block):
+        found = flips_large.decide(block, size)
+        own = flips_large.own_width(block) if found is not None else None
+        if too_large(block) or (own is not None and own.absorbable is not None):
+            return found
+    return flips.decide(block, size)
 
 
 @dataclass(frozen=True)
@@ -272,8 +288,10 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
     if too_large(block) or costly(block):
-        if large.construction(block) is not None:
+        if large.applies(block):
             return large_minimal_width(block)
+        if large.construction(block) is not None:  # §8.2 at scale below, a construction above
+            return construction_minimal_width(block)
         return MinWidth(False, reason=BIASED if block.biased else too_large(block))
     if block.depth > 1:  # §9 below, the stack of per-layer witnesses above (any bias)
         return stack_minimal_width(block, known)
@@ -335,7 +353,7 @@ def construction_minimal_width(block: Block) -> MinWidth:
     ≤ m. Decided when the bounds meet (rank S = 1 and a refutation at m: min width m + 1)."""
     found = large.bounds(block)
     lo, hi, below, above = found.lo, found.hi, found.below, found.above
-    own = flips.decide(block, block.width)
+    own = flip_sets(block, block.width)
     if own is not None and own.absorbable is False:
         lo, below = block.width + 1, own.certificate
     elif own is not None and own.absorbable is True and block.width < hi:

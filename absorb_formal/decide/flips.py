@@ -151,7 +151,7 @@ def constant_shift(layer: Layer, rule: Rule, flips: set[int]) -> tuple[Fraction,
         else:
             assert layer.gate_bias is not None
             factor = 2 * rule.value * layer.gate_bias[i] * beta
-        for r, d_ri in enumerate(layer.down.column(i)):
+        for r, d_ri in enumerate(layer.down.exact_column(i)):
             shift[r] += factor * d_ri
     return tuple(shift)
 

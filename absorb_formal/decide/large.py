@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import exactarray, symbolic
+from .. import exactarray, linalg, symbolic
 from ..model import Block, Layer, Matrix
 from ..properties import properties
 from . import modular, unique_subset
@@ -157,10 +157,41 @@ def key_classes(up: Matrix, down: Matrix, p: int = PRIME) -> KeyClasses | None:
     """Residue-key classes of the rows of U; None when p divides a denominator or a non-zero
     entry (then residue keys could split one exact key)."""
     m, d = up.shape
-    res = up.residues(range(m), range(d), p)
     nonzero = up.nonzero()
+    found = _alone(up.residues(range(m), range(d), p), nonzero, p)
+    if found is None:
+        return None
+    present = nonzero.any(axis=1)
+    live = down.nonzero().any(axis=0)
+    return KeyClasses(bool(present.all() and found.all()), int((found & live).sum()))
+
+
+def affine_keys_distinct(rows: Matrix, offsets: tuple[Fraction, ...], p: int = PRIME
+                         ) -> bool | None:
+    """Whether the affine functions x ↦ r_i·x + o_i (rows r_i of `rows`, offsets o_i) lie
+    on pairwise different lines of Q^{d+1} — different keys up to a non-zero factor, hence
+    up to sign too (docs/rules.md §8.2) — by residue keys of the rows [r_i | o_i] mod p;
+    every r_i must be non-zero (else False). None when p divides a denominator or a non-zero
+    entry (then residue keys could split one exact key, and nothing is concluded)."""
+    m, d = rows.shape
+    res = rows.residues(range(m), range(d), p)
+    offset = [linalg.residue(o, p) for o in offsets]
+    if res is None or any(v is None for v in offset):
+        return None
+    nonzero = rows.nonzero()
+    if not nonzero.any(axis=1).all():
+        return False
+    found = _alone(np.hstack([res, np.array(offset, dtype=np.int64).reshape(m, 1)]),
+                   np.hstack([nonzero, np.array([o != 0 for o in offsets]).reshape(m, 1)]), p)
+    return None if found is None else bool(found.all())
+
+
+def _alone(res: np.ndarray | None, nonzero: np.ndarray, p: int) -> np.ndarray | None:
+    """Which rows are non-zero and alone on their residue key (the row over its first
+    non-zero entry, mod p); None when `res` is None or a non-zero entry is 0 mod p."""
     if res is None or not np.array_equal(res != 0, nonzero):
         return None
+    m, d = res.shape
     present = nonzero.any(axis=1)
     first = res[np.arange(m), nonzero.argmax(axis=1)]
     inverse = _inverse(np.where(present, first, 1), p)
@@ -169,8 +200,7 @@ def key_classes(up: Matrix, down: Matrix, p: int = PRIME) -> KeyClasses | None:
     _, where, counts = np.unique(rows[present], return_inverse=True, return_counts=True)
     alone = np.zeros(m, dtype=bool)
     alone[present] = counts[where.ravel()] == 1
-    live = down.nonzero().any(axis=0)
-    return KeyClasses(bool(present.all() and alone.all()), int((alone & live).sum()))
+    return alone
 
 
 def _inverse(values: np.ndarray, p: int) -> np.ndarray:

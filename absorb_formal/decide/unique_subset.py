@@ -31,6 +31,8 @@ rational products for the exact identity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -70,26 +72,60 @@ def decide(block: Block) -> Decision | None:
     m, d = layer.up.shape
     if m == 0 or m > d * d:
         return None  # more unknowns than equations: never a unique solution
-    lu = modular.modlu()
-    need, have = lu.bytes_needed(m + 1), lu.bytes_available()
-    if have is not None and need > have:
-        return undecided(f"the subset system of order {m} needs about {need / 2**30:.1f} GiB "
-                         f"and {max(have, 0) / 2**30:.1f} GiB are available: not attempted")
+    room = memory(m)
+    if room:
+        return undecided(room)
     factor = -1 / (2 * found.a)
+    a = found.a
+    return solve(block, lambda q: system(block, SEED, q, factor), Candidate(
+        METHOD, {"rule": "§4 generic case"}, ARGUMENT,
+        lambda flips: identity_failure(block, flips, a),
+        lambda flips: (witness_certificate(block, flips, a), flipped(block, flips, a))))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What a rule does with the unique solution mod q (this module's §4 generic case, or
+    a §8.2 row of `flips_large`): its method, the fields its certificates share (rule, …),
+    the refutation's argument, the exact test of a 0/1 candidate J (`failure`: the first
+    entry where J's identity fails, None when it holds; it may raise `TooCostly`) and the
+    witness of a J that passes it (certificate, plain layer). `refutable`: "" when a
+    refutation's precondition holds (distinct live keys), else why it does not (then only
+    the witness may come out)."""
+
+    method: str
+    fields: dict[str, Any]
+    argument: str
+    failure: Callable[[list[int]], tuple[int, ...] | None]
+    witness: Callable[[list[int]], tuple[dict[str, Any], Layer]]
+    refutable: str = ""
+
+
+class TooCostly(Exception):
+    """The exact test of a candidate J is beyond what is attempted (the message says why)."""
+
+
+def solve(block: Block, build: Callable[[int], np.ndarray | None],
+          candidate: Candidate) -> Decision | None:
+    """The unique solution of the projected system `build(q)` ([A | b] mod q, None when q
+    divides a denominator) mod the first PRIMES primes until A is invertible, concluded by
+    `conclude`; None when A is singular mod each or a residue is missing."""
     tried: list[int] = []
+    lu = modular.modlu()
     for q in lu.primes(PRIMES):
-        work = system(block, SEED, q, factor)
+        work = build(q)
         if work is None:
             return None  # q divides a denominator: no residues (the checker needs them)
         tried.append(q)
         solution = lu.solve_floats(work, q)
         if solution is not None:
-            return conclude(block, solution, tried, found.a)
+            return conclude(block, solution, tried, candidate)
     return None
 
 
-def system(block: Block, seed: int, q: int, factor: Fraction) -> np.ndarray | None:
-    """[A | b] mod q (`modlu.projected_system`): D, U and T = factor·S as residues of the
+def residues(block: Block, q: int, factor: Fraction
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | int] | None:
+    """D (d×m), U (m×d) and T = factor·S (d×d, or an integer t for T = t·I) mod q, from the
     exact weights; None when q divides a denominator."""
     assert block.layers is not None
     layer = block.layers[0]
@@ -110,25 +146,53 @@ def system(block: Block, seed: int, q: int, factor: Fraction) -> np.ndarray | No
         if value is None:
             return None
         target = value * scale % q
-    return modular.modlu().projected_system(down, up, target, seed, q)
+    return down, up, target
 
 
-def conclude(block: Block, solution: list[int], tried: list[int], a: Fraction) -> Decision:
-    common = {"kind": REFUTATION, "rule": "§4 generic case", "prime": modular.PRIME,
-              "solve_primes": tried, "argument": ARGUMENT}
+def memory(m: int) -> str:
+    """Why the system of order m is not attempted ("" when it fits in the memory left)."""
+    lu = modular.modlu()
+    need, have = lu.bytes_needed(m + 1), lu.bytes_available()
+    if have is not None and need > have:
+        return (f"the subset system of order {m} needs about {need / 2**30:.1f} GiB "
+                f"and {max(have, 0) / 2**30:.1f} GiB are available: not attempted")
+    return ""
+
+
+def system(block: Block, seed: int, q: int, factor: Fraction) -> np.ndarray | None:
+    """[A | b] mod q (`modlu.projected_system`): D, U and T = factor·S as residues of the
+    exact weights; None when q divides a denominator."""
+    found = residues(block, q, factor)
+    if found is None:
+        return None
+    return modular.modlu().projected_system(*found, seed, q)
+
+
+def conclude(block: Block, solution: list[int], tried: list[int],
+             candidate: Candidate) -> Decision:
+    common = {"kind": REFUTATION, **candidate.fields, "prime": modular.PRIME,
+              "solve_primes": tried, "argument": candidate.argument}
     q = tried[-1]
+    method = candidate.method
     wrong = next((i for i, v in enumerate(solution) if v > 1), None)
     if wrong is not None:
-        return Decision(False, METHOD, {**common, "neuron": wrong + 1, "value": solution[wrong]},
+        if candidate.refutable:
+            return undecided(f"the unique solution mod {q} is not 0/1, but {candidate.refutable}")
+        return Decision(False, method, {**common, "neuron": wrong + 1, "value": solution[wrong]},
                         detail=f"the unique solution mod {q} has c_{wrong + 1} = "
                                f"{solution[wrong]}, not 0 or 1")
     flips = [i for i, v in enumerate(solution) if v == 1]
-    failure = identity_failure(block, flips, a)
     shown = "{" + ", ".join(str(i + 1) for i in flips) + "}"
+    try:
+        failure = candidate.failure(flips)
+    except TooCostly as why:
+        return undecided(f"the only candidate is J = {shown} (|J| = {len(flips)}), and {why}")
     if failure is None:
-        return Decision(True, METHOD, witness_certificate(block, flips, a),
-                        witness=(flipped(block, flips, a),), detail=f"J = {shown}")
-    return Decision(False, METHOD, {**common, "flips": [i + 1 for i in flips],
+        certificate, layer = candidate.witness(flips)
+        return Decision(True, method, certificate, witness=(layer,), detail=f"J = {shown}")
+    if candidate.refutable:
+        return undecided(f"the only candidate J = {shown} fails, but {candidate.refutable}")
+    return Decision(False, method, {**common, "flips": [i + 1 for i in flips],
                                     "coordinate": list(failure)},
                     detail=f"the only candidate J = {shown} fails at entry {failure}")
 
@@ -149,15 +213,7 @@ def flipped(block: Block, flips: list[int], a: Fraction) -> Layer:
     an array (negation is exact)."""
     assert block.layers is not None
     layer = block.layers[0]
-    values = _signed(layer.up.loaded)
-    if values is not None:
-        values[flips] = -values[flips]
-        up = Matrix(array=values)
-    else:
-        rows = [list(r) for r in layer.up.rows]
-        for i in flips:
-            rows[i] = [-v for v in rows[i]]
-        up = Matrix(rows)
+    up = negated(layer.up, flips)
     up_bias = down_bias = None
     if layer.up_bias is not None:
         chosen = set(flips)
@@ -170,6 +226,24 @@ def flipped(block: Block, flips: list[int], a: Fraction) -> Layer:
         base = layer.down_bias or (Fraction(0),) * block.dim
         down_bias = tuple(c + s for c, s in zip(base, shift, strict=True))
     return Layer(up, layer.down, up_bias=up_bias, down_bias=down_bias)
+
+
+def negated(matrix: Matrix, rows: list[int], columns: bool = False) -> Matrix:
+    """The matrix with the listed rows (or columns) negated, exactly; a loaded array stays
+    an array (`_signed`), literal rows stay rows."""
+    values = _signed(matrix.loaded)
+    if values is not None:
+        if columns:
+            values[:, rows] = -values[:, rows]
+        else:
+            values[rows] = -values[rows]
+        return Matrix(array=values)
+    chosen = set(rows)
+    if columns:
+        return Matrix([[-v if j in chosen else v for j, v in enumerate(r)]
+                       for r in matrix.rows])
+    return Matrix([[-v for v in r] if i in chosen else list(r)
+                   for i, r in enumerate(matrix.rows)])
 
 
 def _signed(loaded: np.ndarray | None) -> np.ndarray | None:
@@ -189,16 +263,19 @@ def _signed(loaded: np.ndarray | None) -> np.ndarray | None:
     return loaded.astype(np.int64)
 
 
-def identity_failure(block: Block, flips: list[int], a: Fraction) -> tuple[int, int] | None:
-    """The first entry (row, column) where Σ_J d_i u_iᵀ ≠ −S/(2a), exactly (python-flint
-    fmpq_mat on the rationals the weights denote), or None when the identity holds."""
+def identity_failure(block: Block, flips: list[int], a: Fraction,
+                     rows: list[tuple[Fraction, ...]] | None = None) -> tuple[int, int] | None:
+    """The first entry (row, column) where Σ_J d_i v_iᵀ ≠ −S/(2a), exactly (python-flint
+    fmpq_mat on the rationals the weights denote), or None when the identity holds; v_i the
+    rows of U in J, or `rows` (one per flip, in order: a §8.2 row's linear part)."""
     import flint
 
     assert block.layers is not None
     layer, d = block.layers[0], block.dim
     left = flint.fmpq_mat(d, len(flips), [_q(v) for v in _interleave(
         [layer.down.exact_column(i) for i in flips], d)])
-    right = flint.fmpq_mat(len(flips), d, [_q(v) for i in flips for v in layer.up.exact_row(i)])
+    vectors = rows if rows is not None else [layer.up.exact_row(i) for i in flips]
+    right = flint.fmpq_mat(len(flips), d, [_q(v) for row in vectors for v in row])
     total = left * right if flips else flint.fmpq_mat(d, d)
     factor = _q(-1 / (2 * a))
     if block.skip.matrix is not None:  # one conversion of S, one scalar product (no Fractions)

@@ -159,6 +159,10 @@ def flipped(block: Block, reference: FloatBlock, node: dict[str, Any]) -> FloatB
     assert block.layers is not None
     own = layer_floats(block.layers[0])
     flips = [int(i) - 1 for i in node["flips"]]
+    if "rule" in node:
+        return FloatBlock(reference.scalar, reference.gated, reference.dim, 0.0, None,
+                          (flip_set(own, node["rule"], float(Fraction(node["constant"])),
+                                    flips),))
     a = float(Fraction(node["a"]))
     layer = dict(own)
     layer["up"] = own["up"].copy()
@@ -170,6 +174,28 @@ def flipped(block: Block, reference: FloatBlock, node: dict[str, Any]) -> FloatB
         shift = 2 * a * (own["down"][:, flips] @ beta[flips])
         layer["down_bias"] = own.get("down_bias", np.zeros(reference.dim)) + shift
     return FloatBlock(reference.scalar, reference.gated, reference.dim, 0.0, None, (layer,))
+
+
+def flip_set(own: dict[str, np.ndarray], rule: str, value: float, flips: list[int]
+             ) -> dict[str, np.ndarray]:
+    """§8.2's witness at scale in floats (decide/flips_large.flipped, exactly): relu² negates
+    the rows of U, β_i and d_i (c′ = c + Σ_J β_i² d_i); gated O(a)+N the gate rows and γ_i
+    (c′ = c + 2a Σ_J γ_i β_i d_i); Og(c) the gate rows, γ_i and d_i (c′ = c + 2c Σ_J β_i d_i)."""
+    layer = {name: array.copy() for name, array in own.items()}
+    beta = own["up_bias"][flips]
+    keyed = "up" if rule == "§8.2 relu^2" else "gate"
+    layer[keyed][flips] *= -1
+    layer[keyed + "_bias"][flips] *= -1
+    if rule != "§8.2 gated O(a)+N":
+        layer["down"][:, flips] *= -1
+    if rule == "§8.2 relu^2":
+        factor = beta * beta
+    elif rule == "§8.2 Og(c)":
+        factor = 2 * value * beta
+    else:
+        factor = 2 * value * own["gate_bias"][flips] * beta
+    layer["down_bias"] = own["down_bias"] + own["down"][:, flips] @ factor
+    return layer
 
 
 def construction(block: Block, reference: FloatBlock) -> FloatBlock:

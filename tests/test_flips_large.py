@@ -1,0 +1,316 @@
+"""§8.2 flip sets at scale (docs/rules.md §8.2, "Flip sets at scale: the unique solution mod
+q"): large biased relu², gated (swiglu, geglu, reglu) and glu blocks decided at their own width
+by the unique solution of §8.2's system mod q — generic blocks refuted, planted flip sets
+proved, a 0/1 candidate that fails exactly refuted at the entry where it fails — each
+certificate re-checked from the checker's own reading of the weights, every field of it
+checked (mutations)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absorb_formal.checker import modlu, verify
+from absorb_formal.decide import flips_large, unique_subset
+from absorb_formal.export import read_export
+from absorb_formal.language.load import load_text
+
+from .test_large import doc_at, every_leaf_is_checked, prove, weights
+
+Q = modlu.primes(1)[0]
+GATED = ("swiglu", "geglu", "reglu")
+P1, P2 = 1, 3  # the planted neurons (0-based)
+
+
+def arrays(act: str, d: int, m: int, plant: str | None, seed: int = 0
+           ) -> dict[str, np.ndarray]:
+    """Integer weights in ±9 (float64) and S = I, or a planted flip set J = {P1, P2}:
+    - "pair": J's terms solve §8.2's system exactly (relu²: u_J = u_I, d_J = −d_I, then
+      S = −2(β_I − β_J) d_I u_Iᵀ; gated: g, u and β shared, d_J = −d_I, S = −2a(γ_I − γ_J)
+      d_I u_Iᵀ; glu: S = −(d_I u_Iᵀ + d_J u_Jᵀ), c = 1/2);
+    - "linear": the same with D's columns P1, P2 times q + 1 (glu: S kept): the unique solution
+      is 1/(q + 1) on J, which is 1 mod q, and J's linear part fails;
+    - "quadratic" (relu²): d_J = −(q + 1)·d_I and S as for "pair": the solution is 1 on P1 and
+      1/(q + 1) ≡ 1 on P2, and J's quadratic part fails."""
+    rng = np.random.default_rng(seed)
+
+    def small(*shape: int) -> np.ndarray:
+        values = rng.integers(1, 10, shape) * rng.choice([-1, 1], shape)
+        return values.astype(np.float64)
+
+    out = {"up": small(m, d), "down": small(d, m), "b": small(m), "c": small(d)}
+    if act != "relu^2":
+        out.update(gate=small(m, d), g=small(m))
+    skip = np.eye(d)
+    up, down, b, g = out["up"], out["down"], out["b"], out.get("g")
+    if plant is not None:
+        if act == "glu":
+            skip = -(np.outer(down[:, P1], up[P1]) + np.outer(down[:, P2], up[P2]))
+        else:
+            up[P2] = up[P1]
+            down[:, P2] = -down[:, P1]
+            if act == "relu^2":
+                b[P2] = b[P1] + 3
+                skip = -2 * (b[P1] - b[P2]) * np.outer(down[:, P1], up[P1])
+            else:
+                assert g is not None
+                out["gate"][P2] = out["gate"][P1]
+                b[P2], g[P2] = b[P1], g[P1] + 2
+                skip = -(g[P1] - g[P2]) * np.outer(down[:, P1], up[P1])  # 2a = 1
+        if plant == "linear":
+            down[:, [P1, P2]] *= Q + 1
+        elif plant == "quadratic":
+            assert act == "relu^2"
+            down[:, P2] *= Q + 1
+    out["S"] = skip
+    return out
+
+
+def spec(tmp_path: Path, act: str, d: int, m: int, plant: str | None = None,
+         literal_bias: bool = False, seed: int = 0) -> str:
+    found = arrays(act, d, m, plant, seed)
+    np.savez(tmp_path / "w.npz", **found)
+    gate = ('\n    gate = load("w.npz", "gate")\n    gate_bias = load("w.npz", "g")'
+            if act != "relu^2" else "")
+    up_bias = ("[" + ", ".join(str(int(v)) for v in found["b"]) + "]" if literal_bias
+               else 'load("w.npz", "b")')
+    # a literal skip for blocks stored by source (a loaded one is read by `check` only)
+    skip = 'load("w.npz", "S")' if plant is not None and not literal_bias else "[" + ", ".join(
+        "[" + ", ".join(str(int(v)) for v in row) + "]" for row in found["S"]) + "]"
+    return f"""block Big {{
+    activation {act}  dim {d}  width {m}  skip {skip}  bias
+    up = load("w.npz", "up")
+    down = load("w.npz", "down"){gate}
+    up_bias = {up_bias}
+    down_bias = load("w.npz", "c")
+}}
+"""
+
+
+def checked(tmp_path: Path, claims: int) -> list[tuple[Path, dict]]:
+    out = []
+    for claim in range(claims):
+        path, doc = doc_at(tmp_path, claim)
+        assert verify(doc, weights(path, doc)).status == "valid", doc["certificate"]
+        out.append((path, doc))
+    return out
+
+
+# ---- the projected system -------------------------------------------------------------------
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_the_projected_flip_system_is_the_functionals_applied_to_each_term(gated):
+    """A[j, i] = Σ_r p_{j,r} b_jᵀ X_i,r b_j + p_jᵀ L_i q_j with X_i = d_i ⊗ sym(g_i u_iᵀ),
+    L_i = d_i (λ_i u_i + μ_i g_i)ᵀ, b_j = p_jᵀ T q_j mod q, against the d³ tensor in
+    Python integers (relu²: g = u, μ = 0)."""
+    d, m, q = 4, 7, Q
+    rng = np.random.default_rng(3)
+    down, up = rng.integers(0, q, (d, m)), rng.integers(0, q, (m, d))
+    gate = rng.integers(0, q, (m, d)) if gated else up
+    lam, mu = rng.integers(0, q, m), rng.integers(0, q, m) if gated else np.zeros(m, int)
+    target = rng.integers(0, q, (d, d))
+    work = modlu.projected_flip_system(down, up, gate, lam, mu, target, 0, q)
+    p_, q_, b_ = (modlu.random_residues(0, s, m, d, q).astype(np.int64).tolist()
+                  for s in (0, 1, 2))
+    inverse_two = pow(2, -1, q)
+    for j in range(m):
+        for i in range(m):
+            g, u = [int(v) for v in gate[i]], [int(v) for v in up[i]]
+            tensor = sum(p_[j][r] * int(down[r, i]) * b_[j][s] * b_[j][t]
+                         * (g[s] * u[t] + u[s] * g[t]) * inverse_two
+                         for r in range(d) for s in range(d) for t in range(d))
+            line = [int(lam[i]) * u[c] + int(mu[i]) * g[c] for c in range(d)]
+            linear = sum(p_[j][r] * int(down[r, i]) * line[c] * q_[j][c]
+                         for r in range(d) for c in range(d))
+            assert int(work[j, i]) == (tensor + linear) % q
+        rhs = sum(p_[j][r] * int(target[r, c]) * q_[j][c] for r in range(d) for c in range(d))
+        assert int(work[j, m]) == rhs % q
+
+
+# ---- embedded blocks routed by cost ----------------------------------------------------------
+
+D, M = 16, 40  # 40·(16³ + 16²) entries in the small path's system: past MAX_EXACT_COST
+
+
+@pytest.mark.parametrize("act", ["relu^2", *GATED, "glu"])
+def test_a_generic_biased_block_is_refuted_at_its_own_width_and_below(tmp_path, cli,
+                                                                      monkeypatch, act):
+    results = prove(tmp_path, cli, monkeypatch, spec(tmp_path, act, D, M),
+                    f"claim Big is absorbable\nclaim Big is absorbable at width {M - 1}\n")
+    assert [r["outcome"] for r in results] == ["refuted", "refuted"], results
+    assert results[0]["method"] == flips_large.METHOD
+    for path, doc in checked(tmp_path, 2):
+        cert = doc["certificate"]
+        assert cert["kind"] == unique_subset.REFUTATION and "neuron" in cert
+        assert cert["rule"] == flips_large.RULES[
+            "relu^2" if act == "relu^2" else "Og(c)" if act == "glu" else "gated O(a)+N"]
+        every_leaf_is_checked(path, doc)
+
+
+@pytest.mark.parametrize("act", ["relu^2", *GATED, "glu"])
+def test_a_planted_flip_set_is_proved_and_checked(tmp_path, cli, monkeypatch, act):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "big.mlp").write_text(spec(tmp_path, act, D, M, "pair")
+                                      + f"claim Big is absorbable\nclaim Big is absorbable at "
+                                        f"width {M + 5}\n", encoding="utf-8")
+    run = cli("--crosscheck", "2000", "--certificates", "certs", "--json", "big.mlp")
+    results = run.json()["files"][0]["results"]
+    assert [r["outcome"] for r in results] == ["proved", "proved"], results
+    assert results[0]["crosscheck"]["max_rel_error"] < 1e-12, results[0]
+    for path, doc in checked(tmp_path, 2):
+        assert doc["certificate"]["check"] == unique_subset.CHECK
+        assert doc["certificate"]["flips"] == [P1 + 1, P2 + 1]
+        every_leaf_is_checked(path, doc)
+    assert cli("check", "certs").code == 0
+
+
+def test_the_exported_relu2_flip_witness_is_the_block(tmp_path, cli, monkeypatch):
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "relu^2", D, M, "pair"),
+          "claim Big is absorbable\n")
+    export = cli("export", "big.mlp", "Big", "--width", str(M), "--out", "free.safetensors")
+    assert export.code == 0, export.out + export.err
+    found, record = read_export(tmp_path / "free.safetensors")
+    assert record["method"] == flips_large.METHOD
+    block = load_text((tmp_path / "big.mlp").read_text(), "big.mlp", tmp_path).blocks["Big"]
+    x = np.random.default_rng(0).standard_normal((50, D))
+    want = block.evaluate(x)
+    hidden = np.maximum(x @ found["up"].T + found["up_bias"], 0)
+    got = hidden ** 2 @ found["down"].T + found["down_bias"]
+    assert np.abs(got - want).max() < 1e-9 * max(1.0, float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize(("act", "plant", "entries"), [
+    ("relu^2", "linear", 2), ("relu^2", "quadratic", 3), ("swiglu", "linear", 2),
+    ("glu", "linear", 2)])
+def test_the_only_0_1_candidate_failing_exactly_refutes(tmp_path, cli, monkeypatch, act, plant,
+                                                         entries):
+    """The unique rational solution is 1/(q + 1) on J: 1 mod q, so J is the candidate, and
+    its identity fails exactly — on the linear part (r, c) or the quadratic part (r, s, t)."""
+    results = prove(tmp_path, cli, monkeypatch, spec(tmp_path, act, D, M, plant),
+                    "claim Big is absorbable\n")
+    assert results[0]["outcome"] == "refuted", results
+    [(path, doc)] = checked(tmp_path, 1)
+    cert = doc["certificate"]
+    assert cert["flips"] == [P1 + 1, P2 + 1] and len(cert["coordinate"]) == entries
+    assert "neuron" not in cert
+    every_leaf_is_checked(path, doc)
+
+
+def test_a_shared_key_withholds_the_refutation_and_a_forged_one_is_invalid(
+        tmp_path, cli, monkeypatch):
+    """Row P2 = 2·row P1 with β_P2 = 2β_P1: one relu² key (up to a factor). §8.2's only-if fails,
+    so no refutation; one taken from a generic block and put on this one is rejected."""
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "relu^2", D, M),
+          "claim Big is absorbable\n")
+    path, doc = doc_at(tmp_path, 0)
+    found = arrays("relu^2", D, M, None)
+    found["up"][P2], found["b"][P2] = 2 * found["up"][P1], 2 * found["b"][P1]
+    other = tmp_path / "other"
+    other.mkdir()
+    np.savez(other / "w.npz", **found)
+    results = prove(other, cli, monkeypatch, (tmp_path / "big.mlp").read_text().split(
+        "claim")[0], "claim Big is absorbable\n")
+    assert results[0]["outcome"] == "unknown" and "key" in results[0]["reason"], results
+    other_path, shared = doc_at(other, 0)
+    forged = copy.deepcopy(shared)
+    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
+    verdict = verify(forged, weights(other_path, forged))
+    assert verdict.status == "invalid" and "residue key" in verdict.reason, verdict
+
+
+def test_a_dead_neuron_withholds_the_refutation_and_a_forged_one_is_invalid(
+        tmp_path, cli, monkeypatch):
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "swiglu", D, M),
+          "claim Big is absorbable\n")
+    path, doc = doc_at(tmp_path, 0)
+    found = arrays("swiglu", D, M, None)
+    found["down"][:, P2] = 0
+    other = tmp_path / "other"
+    other.mkdir()
+    np.savez(other / "w.npz", **found)
+    results = prove(other, cli, monkeypatch, (tmp_path / "big.mlp").read_text().split(
+        "claim")[0], "claim Big is absorbable\n")
+    assert results[0]["outcome"] != "refuted", results
+    other_path, dead = doc_at(other, 0)
+    forged = copy.deepcopy(dead)
+    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
+    verdict = verify(forged, weights(other_path, forged))
+    assert verdict.status == "invalid" and "column of D is 0" in verdict.reason, verdict
+
+
+def test_forged_witnesses_and_rules_are_invalid(tmp_path, cli, monkeypatch):
+    """A flip witness for a generic block (its J's terms do not cancel), a refutation whose
+    rule or constant is not the one re-derived from σ, and a §4 refutation relabelled §8.2."""
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "swiglu", D, M),
+          "claim Big is absorbable\n")
+    path, doc = doc_at(tmp_path, 0)
+    read = weights(path, doc)
+    witness = {"kind": "witness", "check": unique_subset.CHECK, "width": M,
+               "rule": "§8.2 gated O(a)+N", "constant": "1/2", "flips": [P1 + 1, P2 + 1],
+               "argument": ""}
+    forged = {**copy.deepcopy(doc), "outcome": "proved", "certificate": witness}
+    verdict = verify(forged, read)
+    assert verdict.status == "invalid" and "do not give" in verdict.reason, verdict
+    for field, value in (("rule", "§8.2 Og(c)"), ("rule", "§8.2 relu^2"), ("constant", "1"),
+                         ("rule", "§4 generic case"), ("width", M - 1)):
+        forged = copy.deepcopy(doc)
+        forged["certificate"][field] = value
+        assert verify(forged, read).status == "invalid", (field, value)
+
+
+# ---- blocks over the exact-work limit, read from their files by the checker -----------------
+
+BIG_D, BIG_M = 64, 1400  # 3·64·1400 = 268,800 weights: past MAX_EXACT_WEIGHTS
+
+
+@pytest.mark.parametrize(("act", "plant", "literal"), [("swiglu", None, False),
+                                                        ("glu", "pair", True)])
+def test_blocks_over_the_limit_are_decided_from_their_files(tmp_path, cli, monkeypatch, act,
+                                                             plant, literal):
+    """Stored by source: the checker reads U, D, G and the biases (a file's vector, or the
+    spec's literal one) itself. The refutation at m is the min width's lower bound m + 1."""
+    block = spec(tmp_path, act, BIG_D, BIG_M, plant, literal_bias=literal)
+    results = prove(tmp_path, cli, monkeypatch, block,
+                    f"claim Big is absorbable\nclaim min width of Big is {BIG_M}\n")
+    (path, doc), = checked(tmp_path, 1)
+    assert isinstance(doc["blocks"]["Big"]["layers"], dict)  # by source, not embedded
+    every_leaf_is_checked(path, doc)
+    if plant is None:
+        assert [r["outcome"] for r in results] == ["refuted", "unknown"], results
+        assert results[1]["min_width_bounds"] == [BIG_M + 1, BIG_M + BIG_D]
+        bounds_path, bounds = doc_at(tmp_path, 1)
+        assert verify(bounds, weights(bounds_path, bounds)).status == "valid"
+    else:
+        assert results[0]["outcome"] == "proved", results
+        assert doc["certificate"]["flips"] == [P1 + 1, P2 + 1]
+    assert cli("check", "certs").code == 0
+
+
+def test_the_certificate_reads_as_json_with_integer_fields(tmp_path, cli, monkeypatch):
+    """Integers stay integers (a float or string neuron number is rejected as elsewhere)."""
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "relu^2", D, M),
+          "claim Big is absorbable\n")
+    path, doc = doc_at(tmp_path, 0)
+    read = weights(path, doc)
+    for field in ("neuron", "value", "width"):
+        forged = json.loads(json.dumps(doc))
+        forged["certificate"][field] = float(forged["certificate"][field])
+        verdict = verify(forged, read)
+        assert verdict.status == "invalid" and "not an integer" in verdict.reason, field
+    assert doc["certificate"]["value"] > 1
+
+
+def test_a_candidate_too_costly_to_test_exactly_is_unknown_saying_so(tmp_path, monkeypatch):
+    """Beyond MAX_QUADRATIC products the 0/1 candidate is not tested: undecided, never a
+    guess (here the limit is lowered below the planted pair's d·|J|·k² = 16·2·2²; a block
+    within the exact-work limit then goes on to the small path, which proves it)."""
+    text = spec(tmp_path, "relu^2", D, M, "pair")
+    monkeypatch.setattr(flips_large, "MAX_QUADRATIC", 100)
+    block = load_text(text, "big.mlp", tmp_path).blocks["Big"]
+    found = flips_large.decide(block, M)
+    assert found is not None and found.absorbable is None, found
+    assert "J = {2, 4}" in found.reason and "beyond the 100 attempted" in found.reason
