@@ -55,7 +55,8 @@ def cli() -> Any:
 class CorpusRun:
     """One run of the whole corpus, shared by the tests that read it (deciding it takes about a
     minute): `absorb-prove ARGS` on a copy of specs/ at `folder / "specs"`, certificates written
-    to `folder / "p"`."""
+    to `folder / "p"`. Those tests live in test_corpus.py: under pytest-xdist's `--dist
+    loadfile` one worker runs them all, and decides the corpus once."""
     folder: Path
     args: list[str]
     run: Run

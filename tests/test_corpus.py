@@ -15,6 +15,8 @@ from absorb_formal.numeric.crosscheck import (
     CONSTRUCTIONS,
     DOUBLES,
     FLIPS,
+    MIN_POINTS,
+    TOLERANCE,
     construction,
     doubled,
     flipped,
@@ -22,7 +24,9 @@ from absorb_formal.numeric.crosscheck import (
 from absorb_formal.numeric.floatblock import from_block, plain_from_json
 from absorb_formal.result import PROVED, REFUTED
 
-from .conftest import CORPUS, example_files
+from .conftest import CORPUS, ROOT, example_files
+
+PROOFS = ROOT / "proofs"
 
 SPECS = sorted(CORPUS.rglob("*.mlp")) + example_files()
 
@@ -110,3 +114,54 @@ def test_corpus_covers_every_rule(corpus_run):
                  "§4 key count + doubles (large block)",
                  "§8.2 flip sets + unique solution mod q"):
         assert rule in methods, rule
+
+
+# ---- the one run of the whole corpus (conftest.corpus_run) -------------------------------
+# Tests that read the shared run live here, in one module, so that pytest-xdist's
+# `--dist loadfile` (the README's command) gives them to one worker, which decides the corpus
+# once.
+
+def test_reproving_the_corpus_reproduces_proofs_byte_for_byte(corpus_run):
+    # specs/ and p/ side by side, as specs/ and proofs/ in the project: the stored spec paths
+    # (relative to each certificate's folder) come out the same
+    assert corpus_run.run.code in (0, 1, 3)
+    written = corpus_run.folder / "p"
+    fresh = {str(p.relative_to(written)): p.read_bytes() for p in written.rglob("*.json")}
+    kept = {str(p.relative_to(PROOFS)): p.read_bytes() for p in PROOFS.rglob("*.json")}
+    assert fresh.keys() == kept.keys()
+    changed = [n for n in fresh if fresh[n] != kept[n]]
+    assert not changed, changed
+
+
+def test_every_absorbable_verdict_in_the_corpus_is_cross_checked(corpus_run):
+    assert "--crosscheck" in corpus_run.args and "3000" in corpus_run.args
+    doc = corpus_run.run.json()
+    checked = 0
+    for f in doc["files"]:
+        for r in f["results"]:
+            witness = r["certificate"] and '"witness"' in str(r["certificate"]).replace("'", '"')
+            if witness:
+                assert "crosscheck" in r, (f["path"], r["statement"])
+                figures = r["crosscheck"]
+                # witnesses of millions of weights (large constructions) get fewer points
+                assert figures["points"] >= min(3000, MIN_POINTS) and figures["backend"] == "numpy"
+                assert figures["max_rel_error"] <= TOLERANCE
+                assert "cross-check" in r["verdict"]
+                checked += 1
+    assert checked >= 40
+
+
+def test_output_is_byte_identical_across_runs_and_with_parallel_jobs(cli, corpus_run):
+    # the shared sequential run of the corpus against a parallel one (other certificate folder)
+    args = [a if a != str(corpus_run.folder / "p") else str(corpus_run.folder / "p2")
+            for a in corpus_run.args]
+    parallel = cli("-j", "2", *args).out
+    assert corpus_run.run.out == parallel
+    text = [cli("--crosscheck", "1000", CORPUS / "paper").out for _ in range(2)]
+    assert text[0] == text[1]
+
+
+def test_certificates_are_written_atomically(corpus_run):
+    out = corpus_run.folder / "p"
+    assert corpus_run.run.code in (0, 1, 3) and len(list(out.rglob("*.json"))) > 300
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]

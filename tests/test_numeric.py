@@ -16,7 +16,7 @@ from absorb_formal.decide import decide
 from absorb_formal.language import load_file, load_text
 from absorb_formal.numeric.attach import Options, attach
 from absorb_formal.numeric.backends import BackendError, NumpyBackend, backend
-from absorb_formal.numeric.crosscheck import MIN_POINTS, TOLERANCE, crosscheck
+from absorb_formal.numeric.crosscheck import MIN_POINTS, crosscheck
 from absorb_formal.numeric.fit import derivative, search
 from absorb_formal.numeric.floatblock import from_block
 from absorb_formal.numeric.points import batches
@@ -31,24 +31,6 @@ def test_erf_matches_the_standard_library():
     x = np.concatenate([np.linspace(-9, 9, 20001), np.geomspace(1e-300, 0.6, 2000)])
     want = np.array([math.erf(v) for v in x])
     assert np.allclose(_erf(x), want, rtol=1e-15, atol=3e-16)
-
-
-def test_every_absorbable_verdict_in_the_corpus_is_cross_checked(corpus_run):
-    assert "--crosscheck" in corpus_run.args and "3000" in corpus_run.args
-    doc = corpus_run.run.json()
-    checked = 0
-    for f in doc["files"]:
-        for r in f["results"]:
-            witness = r["certificate"] and '"witness"' in str(r["certificate"]).replace("'", '"')
-            if witness:
-                assert "crosscheck" in r, (f["path"], r["statement"])
-                figures = r["crosscheck"]
-                # witnesses of millions of weights (large constructions) get fewer points
-                assert figures["points"] >= min(3000, MIN_POINTS) and figures["backend"] == "numpy"
-                assert figures["max_rel_error"] <= TOLERANCE
-                assert "cross-check" in r["verdict"]
-                checked += 1
-    assert checked >= 40
 
 
 def test_points_cover_the_kinks():
@@ -204,7 +186,7 @@ def test_exact_rationals_become_nearest_floats():
 def test_a_witness_of_millions_of_weights_is_cross_checked_at_fewer_points():
     """points × weights stays within the budget, never below MIN_POINTS; small witnesses get
     every point asked for."""
-    from absorb_formal.numeric.crosscheck import MIN_POINTS, WORK, affordable
+    from absorb_formal.numeric.crosscheck import WORK, affordable
 
     assert affordable(100_000, 1_000) == 100_000
     assert affordable(100_000, 4_000_000) == max(MIN_POINTS, WORK // 4_000_000)
