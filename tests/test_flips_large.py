@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -314,3 +315,32 @@ def test_a_candidate_too_costly_to_test_exactly_is_unknown_saying_so(tmp_path, m
     found = flips_large.decide(block, M)
     assert found is not None and found.absorbable is None, found
     assert "J = {2, 4}" in found.reason and "beyond the 100 attempted" in found.reason
+
+
+def test_a_bias_that_is_not_a_vector_is_refused_by_the_checker_too(tmp_path, cli, monkeypatch):
+    """The prover calls a 2×(m/2) bias array (or a literal matrix) malformed (exit 2); the
+    checker, reading a block stored by source, must not flatten it into m values and accept a
+    certificate about a block the language does not define."""
+    from absorb_formal.checker import unique_subset as checked_subset
+    from absorb_formal.checker.modular import Invalid
+    from absorb_formal.checker.reading import Rational, Reading, spec_location
+
+    found = arrays("relu^2", D, M, None)
+    np.savez(tmp_path / "w.npz", **found)
+    np.savez(tmp_path / "bb.npz", b=found["b"])
+    text = spec(tmp_path, "relu^2", D, M).replace('load("w.npz", "b")', 'load("bb.npz", "b")')
+    results = prove(tmp_path, cli, monkeypatch, text, "claim Big is absorbable\n")
+    assert results[0]["outcome"] == "refuted", results
+    path, doc = doc_at(tmp_path, 0)
+    np.savez(tmp_path / "bb.npz", b=found["b"].reshape(2, -1))
+    assert cli("--certificates", "again", "big.mlp").code == 2
+    reading = Reading(spec_location(doc, path))
+    forged = copy.deepcopy(doc)  # the block stored by its sources, the new file's hash
+    forged["blocks"]["Big"] = reading.block_json("Big", True)
+    forged["files"]["bb.npz"] = reading.file_hash("bb.npz")
+    assert reading.stale(forged) == ""
+    verdict = verify(forged, reading.weights(forged))
+    assert verdict.status == "invalid" and "up_bias" in verdict.reason, verdict
+    literal = {"up_bias": Rational([[Fraction(v)] for v in range(M)])}  # [[0], [1], ...]
+    with pytest.raises(Invalid, match="up_bias"):
+        checked_subset._bias(forged["blocks"]["Big"], literal, "up_bias", M)
