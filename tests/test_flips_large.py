@@ -297,11 +297,14 @@ def test_the_certificate_reads_as_json_with_integer_fields(tmp_path, cli, monkey
           "claim Big is absorbable\n")
     path, doc = doc_at(tmp_path, 0)
     read = weights(path, doc)
-    for field in ("neuron", "value", "width"):
-        forged = json.loads(json.dumps(doc))
-        forged["certificate"][field] = float(forged["certificate"][field])
-        verdict = verify(forged, read)
-        assert verdict.status == "invalid" and "not an integer" in verdict.reason, field
+    for field in ("neuron", "value", "width", "prime"):
+        for value in (float(doc["certificate"][field]), doc["certificate"][field] + 0.5,
+                      str(doc["certificate"][field])):
+            forged = json.loads(json.dumps(doc))
+            forged["certificate"][field] = value
+            verdict = verify(forged, read)
+            assert verdict.status == "invalid" and "not an integer" in verdict.reason, \
+                (field, value)
     assert doc["certificate"]["value"] > 1
 
 
