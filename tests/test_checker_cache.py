@@ -147,3 +147,25 @@ def test_entries_are_named_by_every_module_of_the_checker():
         {p.name for p in here.glob("*.py")}
     assert proved._library_file("sympy", "release.py") != b"absent"
     assert proved._library_file("no_such_library_here", "x.py") == b"absent"
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
+def test_a_folder_others_can_write_is_not_believed(cache, mode):
+    """An entry needs no secret to be made (its digest is over public data), so an entry is
+    only as trustworthy as the folder: one that other users can write (a shared folder named
+    by $ABSORB_FORMAL_CACHE, or a cache folder that existed before with a lax mode) could hold
+    a forged entry — here 'bilinear has a non-polynomial even part', which would let a §8.2
+    refutation of a bilinear block through. Such a folder is not used at all."""
+    bilinear = {"coeffs": [], "gated": True, "kind": "identity", "name": "bilinear",
+                "param": None, "power": None}
+    call = ["holds", lemmas.key(bilinear), "N", "1"]
+    cache.mkdir(mode=0o700)
+    path = proved._path(call)
+    assert path is not None
+    path.write_text(json.dumps({"code": proved.code(), "call": call, "value": True,
+                                "sha256": proved._digest(call, True)}))
+    assert proved.read(call) is True  # a private folder: the entry is believed
+    cache.chmod(mode)
+    assert proved.folder() is None
+    assert proved.read(call) is proved.MISSING
+    assert not lemmas.holds(bilinear, "N", 1)  # proved afresh: e = 0 is a polynomial

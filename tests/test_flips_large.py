@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import copy
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from absorb_formal.checker import modlu, verify
 from absorb_formal.decide import flips_large, unique_subset
@@ -296,11 +299,14 @@ def test_the_certificate_reads_as_json_with_integer_fields(tmp_path, cli, monkey
           "claim Big is absorbable\n")
     path, doc = doc_at(tmp_path, 0)
     read = weights(path, doc)
-    for field in ("neuron", "value", "width"):
-        forged = json.loads(json.dumps(doc))
-        forged["certificate"][field] = float(forged["certificate"][field])
-        verdict = verify(forged, read)
-        assert verdict.status == "invalid" and "not an integer" in verdict.reason, field
+    for field in ("neuron", "value", "width", "prime"):
+        for value in (float(doc["certificate"][field]), doc["certificate"][field] + 0.5,
+                      str(doc["certificate"][field])):
+            forged = json.loads(json.dumps(doc))
+            forged["certificate"][field] = value
+            verdict = verify(forged, read)
+            assert verdict.status == "invalid" and "not an integer" in verdict.reason, \
+                (field, value)
     assert doc["certificate"]["value"] > 1
 
 
@@ -314,3 +320,119 @@ def test_a_candidate_too_costly_to_test_exactly_is_unknown_saying_so(tmp_path, m
     found = flips_large.decide(block, M)
     assert found is not None and found.absorbable is None, found
     assert "J = {2, 4}" in found.reason and "beyond the 100 attempted" in found.reason
+
+
+def test_a_bias_that_is_not_a_vector_is_refused_by_the_checker_too(tmp_path, cli, monkeypatch):
+    """The prover calls a 2×(m/2) bias array (or a literal matrix) malformed (exit 2); the
+    checker, reading a block stored by source, must not flatten it into m values and accept a
+    certificate about a block the language does not define."""
+    from absorb_formal.checker import unique_subset as checked_subset
+    from absorb_formal.checker.modular import Invalid
+    from absorb_formal.checker.reading import Rational, Reading, spec_location
+
+    found = arrays("relu^2", D, M, None)
+    np.savez(tmp_path / "w.npz", **found)
+    np.savez(tmp_path / "bb.npz", b=found["b"])
+    text = spec(tmp_path, "relu^2", D, M).replace('load("w.npz", "b")', 'load("bb.npz", "b")')
+    results = prove(tmp_path, cli, monkeypatch, text, "claim Big is absorbable\n")
+    assert results[0]["outcome"] == "refuted", results
+    path, doc = doc_at(tmp_path, 0)
+    np.savez(tmp_path / "bb.npz", b=found["b"].reshape(2, -1))
+    assert cli("--certificates", "again", "big.mlp").code == 2
+    reading = Reading(spec_location(doc, path))
+    forged = copy.deepcopy(doc)  # the block stored by its sources, the new file's hash
+    forged["blocks"]["Big"] = reading.block_json("Big", True)
+    forged["files"]["bb.npz"] = reading.file_hash("bb.npz")
+    assert reading.stale(forged) == ""
+    verdict = verify(forged, reading.weights(forged))
+    assert verdict.status == "invalid" and "up_bias" in verdict.reason, verdict
+    literal = {"up_bias": Rational([[Fraction(v)] for v in range(M)])}  # [[0], [1], ...]
+    with pytest.raises(Invalid, match="up_bias"):
+        checked_subset._bias(forged["blocks"]["Big"], literal, "up_bias", M)
+
+
+# ---- against the exact small path and the full quadratic sum (random small blocks) -----------
+
+SMALL_WEIGHTS = st.sampled_from([-2, -1, 0, 1, 2, 1, -1])
+
+
+def _literal(rows: list[list[int]] | list[list[Fraction]]) -> str:
+    return "[" + ", ".join("[" + ", ".join(str(v) for v in r) + "]" for r in rows) + "]"
+
+
+@settings(max_examples=160, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(["relu^2", *GATED, "glu"]), st.integers(1, 3), st.integers(1, 5),
+       st.data())
+def test_decided_at_scale_as_the_exact_subset_search_decides(act, d, m, data):
+    """Weights in ±2 (shared keys, dead neurons, singular systems all likely), S = I or the
+    change of a random J, sometimes a planted pair: whenever both the unique solution mod q
+    (`own_width`) and §8.2's exact subset search (`flips.decide`) decide, they agree."""
+    from absorb_formal.decide import flips
+
+    def draw(rows: int, cols: int) -> list[list[int]]:
+        return [[data.draw(SMALL_WEIGHTS) for _ in range(cols)] for _ in range(rows)]
+
+    up, gate, down = draw(m, d), draw(m, d), draw(d, m)
+    b, g = draw(1, m)[0], draw(1, m)[0]
+    chosen = data.draw(st.sets(st.integers(0, m - 1)))
+    mode = data.draw(st.sampled_from(["S = I", "a random J", "a planted pair"]))
+    if mode == "a planted pair" and m >= 2 and act != "glu":  # 1 and 2 cancel their squares
+        up[1], gate[1], chosen = list(up[0]), list(gate[0]), {0, 1}
+        for row in down:
+            row[1] = -row[0]
+        b[1], g[1] = (b[0] + 1, g[1]) if act == "relu^2" else (b[0], g[0] + 1)
+    skip = [[Fraction(int(r == c)) for c in range(d)] for r in range(d)]
+    if mode != "S = I":  # S = minus the linear part of J's change (2a = 2c = 1)
+        skip = [[-sum(down[r][i] * (2 * b[i] * up[i][c] if act == "relu^2" else up[i][c]
+                                    if act == "glu" else g[i] * up[i][c] + b[i] * gate[i][c])
+                      for i in chosen) for c in range(d)] for r in range(d)]
+    gated = f"\n gate = {_literal(gate)}\n gate_bias = {_literal([g])[1:-1]}" \
+        if act != "relu^2" else ""
+    text = (f"block B {{\n activation {act} dim {d} width {m} skip {_literal(skip)} bias\n"
+            f" up = {_literal(up)}\n down = {_literal(down)}{gated}\n"
+            f" up_bias = {_literal([b])[1:-1]}\n}}\n")
+    block = load_text(text, "x.mlp", Path(".")).blocks["B"]
+    at_scale, exact = flips_large.own_width(block), flips.decide(block, m)
+    if at_scale is not None and exact is not None and None not in (at_scale.absorbable,
+                                                                     exact.absorbable):
+        assert at_scale.absorbable == exact.absorbable, (text, at_scale, exact)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 5), st.booleans(), st.data())
+def test_the_quadratic_part_on_the_pivot_columns_is_the_whole_of_it(d, m, gated, data):
+    """Σ_J d_{r,i}(g_i u_iᵀ + u_i g_iᵀ) checked on the pivot columns C × C of [G_J; U_J]
+    (prover and checker) is 0 exactly when the full d×d×d sum is, with rows often repeated
+    and down columns opposite so that the sum cancels on some entries and not on others."""
+    from types import SimpleNamespace
+
+    from absorb_formal.checker import unique_subset as checked
+    from absorb_formal.checker.reading import Rational
+    from absorb_formal.model import Layer, Matrix
+
+    entries = st.sampled_from([Fraction(v) for v in (0, 0, 1, -1, 2, -3)] + [Fraction(1, 2)])
+
+    def draw(rows: int, cols: int) -> list[list[Fraction]]:
+        return [[data.draw(entries) for _ in range(cols)] for _ in range(rows)]
+
+    up, down = draw(m, d), draw(d, m)
+    gate = draw(m, d) if gated else up
+    if m >= 2 and data.draw(st.booleans()):
+        up[1], gate[1] = list(up[0]), list(gate[0])
+        for row in down:
+            row[1] = -row[0]
+    chosen = sorted(data.draw(st.sets(st.integers(0, m - 1))))
+    full = [down[r][i] * (gate[i][s] * up[i][t] + up[i][s] * gate[i][t])
+            for r in range(d) for s in range(d) for t in range(d) for i in chosen]
+    vanishes = all(sum(full[n:n + len(chosen)]) == 0 for n in range(0, len(full),
+                                                                     max(1, len(chosen))))
+    zeros = [Fraction(0)] * m
+    mine = SimpleNamespace(up=Rational(up), down=Rational(down), beta=zeros, gamma=zeros,
+                           gate=Rational(gate) if gated else None, d=d, m=m)
+    rule = ("gated O(a)+N", Fraction(1, 2), False) if gated else ("relu^2", Fraction(1), True)
+    found = checked._flip_failure([[Fraction(0)] * d for _ in range(d)], mine, rule, chosen)
+    assert (found is None) == vanishes  # S = 0, β = γ = 0: only the quadratic part can fail
+    layer = Layer(Matrix(up), Matrix(down), Matrix(gate) if gated else None, tuple(zeros),
+                  tuple(zeros) if gated else None, (Fraction(0),) * d)
+    proved = flips_large.quadratic_failure(SimpleNamespace(layers=[layer], dim=d), chosen)
+    assert proved == found

@@ -128,7 +128,9 @@ def _depth_one(layers: Layers) -> tuple[ExactMatrix, ExactMatrix]:
 
 
 def _prime(cert: dict[str, Any]) -> int:
-    p = int(cert["prime"])
+    stored = cert["prime"]  # an integer in the document: int() would pass 67108859.5 or "7"
+    require(type(stored) is int, f"the prime is not an integer: {stored!r}")
+    p = int(stored)
     require(2 < p < 2**31 and _is_prime(p), f"{p} is not an odd prime below 2^31")
     return p
 

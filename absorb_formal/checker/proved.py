@@ -16,7 +16,8 @@ call returns. Anything else — a truncated, edited or foreign file, a folder th
 read — is ignored: the lemma is proved again and its entry written anew.
 
 Trust: an entry is what the checker's own code proved on this machine, in a folder private
-to the user (0700). Whoever can write there can also change the installed checker, so the
+to the user (0700; a folder owned by another user or writable by group or others is not used
+at all, `folder`). Whoever can write there can also change the installed checker, so the
 entries add no new way to make `check` accept a false certificate; `ABSORB_FORMAL_CACHE=off`
 proves every lemma afresh.
 """
@@ -40,7 +41,11 @@ FRACTIONS = ("odd_slope", "value_at_zero", "relu_multiple")  # a Fraction or Non
 
 
 def folder() -> Path | None:
-    """The cache folder (created, private), or None when the cache is off or cannot be made."""
+    """The cache folder (created, private), or None when the cache is off, cannot be made, or
+    is not private: owned by another user, or writable by group or others. An entry needs no
+    secret to be made (its digest is over public data), so it is only as trustworthy as the
+    folder; `mkdir` leaves the mode of a folder that already exists (a shared one named by
+    $ABSORB_FORMAL_CACHE) as it is, hence the check at every use."""
     value = os.environ.get(ENV)
     if value is not None and value.strip().lower() in ("off", "0", "no", "false", ""):
         return None
@@ -48,7 +53,10 @@ def folder() -> Path | None:
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "absorb_formal"
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        status = root.stat()
     except OSError:
+        return None
+    if status.st_uid != os.geteuid() or status.st_mode & 0o022:
         return None
     return root
 

@@ -199,9 +199,11 @@ def _bias(block: dict[str, Any], layer: dict[str, Any], name: str, n: int) -> li
         values = [Fraction(0)] * n
     elif isinstance(layer[name], Dyadic):
         found = layer[name]
+        require(len(found.shape) == 1 or (len(found.shape) == 2 and 1 in found.shape),
+                f"{name} of shape {found.shape} is not a vector (1-D, 1×n or n×1)")
         values = found.reshape((int(np.prod(found.shape)),)).fractions()
-    else:
-        values = list(np.asarray(layer[name].values, dtype=object).ravel())
+    else:  # the spec's literal: a flat list (a nested one is a matrix, not a vector)
+        values = list(layer[name].values)
     require(len(values) == n and all(isinstance(v, Fraction) for v in values),
             f"{name} is not a vector of {n} rationals")
     return values
