@@ -213,3 +213,28 @@ def test_the_nearest_try_refutes_only_an_infeasible_system():
         assert subset.solve(terms, ((Fraction(30),),)).subset == tuple(range(30))
     assert answer.status == "none" and answer.certificate["method"] == "cp-sat"
     subset_refutation(terms, ((Fraction(31),),), answer.certificate)
+
+
+@pytest.mark.parametrize("scale", [lattice.KERNEL_SCALE, 2])
+def test_the_kernel_lattice_is_all_of_the_kernel(monkeypatch, scale):
+    # Every basis vector (x, s) satisfies A x = s t, there are m + 1 − rank of them, and the
+    # planted solution (1_J, 1) is an integer combination of them — also when the scale is
+    # far too small at first (2: the LLL-reduced vectors keep non-zero equation parts, and
+    # the scale must grow until the count is right).
+    from flint import fmpq_mat, fmpz_mat
+    monkeypatch.setattr(lattice, "KERNEL_SCALE", scale)
+    terms, target, chosen, _, _ = _planted(3, 30, 5, 0)
+    rows = _rows(terms, target)
+    m = len(terms)
+    basis = lattice._kernel(rows, m, deadline=float("inf"))
+    assert basis is not None
+    assert all(sum(r[j] * v[j] for j in range(m)) == v[m] * r[m] for v in basis for r in rows)
+    assert len(basis) == m + 1 - fmpz_mat([r[:m] + [-r[m]] for r in rows]).rank()
+    planted = [1 if j in chosen else 0 for j in range(m)] + [1]
+    gram = fmpz_mat(basis) * fmpz_mat(basis).transpose()
+    rhs = fmpz_mat(basis) * fmpz_mat([[x] for x in planted])
+    coefficients = fmpq_mat(gram).solve(fmpq_mat(rhs))
+    assert all(coefficients[i, 0].q == 1 for i in range(len(basis)))
+    combined = fmpz_mat([[int(coefficients[i, 0].p) for i in range(len(basis))]]) \
+        * fmpz_mat(basis)
+    assert [int(x) for x in combined.entries()] == planted
