@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from absorb_formal import activations as acts
 from absorb_formal import budget, linalg
-from absorb_formal.decide import lattice
+from absorb_formal.decide import lattice, subset
 from absorb_formal.decide.concrete import at_width
 from absorb_formal.decide.decision import Decision
 from absorb_formal.model import Block, Layer, Matrix, Skip
@@ -67,30 +67,39 @@ def summary(decision) -> str:  # noqa: ANN001 - a Decision
 
 
 class _Seen:
-    """Which dense-regime step answered (the benchmark's instrumentation of lattice.py)."""
+    """Which dense-regime step answered (the benchmark's instrumentation of lattice.py and of
+    subset.py's CP-SAT tries)."""
 
     def __init__(self) -> None:
         self.lll: str = ""
-        self.hermite = False
-        real_find, real_obstruction = lattice.find, lattice.obstruction
+        self.cpsat: list[str] = []
+        real_find = lattice.find
+        real_cpsat = subset._cpsat
+
+        def cpsat(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            started = time.perf_counter()
+            answer = real_cpsat(*args, **kwargs)
+            which = ("nearest" if kwargs.get("nearest") is not None
+                     else "first" if kwargs.get("deterministic") is not None else "last")
+            self.cpsat.append(f"CP-SAT {which}: {answer.status} "
+                              f"{time.perf_counter() - started:.1f} s")
+            return answer
 
         def find(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
             started = time.perf_counter()
             found = real_find(*args, **kwargs)
             took = time.perf_counter() - started
-            self.lll = f"LLL {'found J' if found else 'found nothing'} in {took:.1f} s"
+            self.lll = (f"LLL not tried (m > {lattice.MAX_TERMS})"
+                        if args[1] > lattice.MAX_TERMS else
+                        f"LLL {'found J' if found else 'found nothing'} in {took:.1f} s")
             return found
 
-        def obstruction(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            self.hermite = self.hermite or kwargs.get("hermite", True)
-            return real_obstruction(*args, **kwargs)
-
-        lattice.find, lattice.obstruction = find, obstruction
+        lattice.find = find  # type: ignore[assignment]
+        subset._cpsat = cpsat  # type: ignore[assignment]
 
     def reset(self) -> str:
-        said = "; ".join(x for x in (self.lll, "CP-SAT's first try open" if self.hermite
-                                     else "") if x)
-        self.lll, self.hermite = "", False
+        said = "; ".join(x for x in (*self.cpsat, self.lll) if x)
+        self.lll, self.cpsat = "", []
         return said
 
 
@@ -120,7 +129,7 @@ def main() -> None:
                     decision.absorbable]
                 weights_ = "integer" if args.integers else "fraction"
                 print(f"relu d={d} m={m} |J|={k} {weights_} {kind} seed={seed}: {answer} in "
-                      f"{took:.1f} s [{summary(decision)}] ({seen.reset() or 'no LLL'})",
+                      f"{took:.1f} s [{summary(decision)}] ({seen.reset() or 'no solver'})",
                       flush=True)
 
 

@@ -2,18 +2,19 @@
 
 The 0/1 system `Σ_j A_ij b_j = t_i` (A, t the integer rows of `subset.integer_rows`) has many
 more unknowns than equations when m > d²; then CP-SAT's search may find no solution in time
-although one exists (a planted J in relu d = 4, m = 96). A solution b is a very short vector
-of the lattice spanned by the rows of
+although one exists (a planted J in relu d = 4, m = 96). A solution b gives the vector
+(b, 1) of the *kernel lattice*
 
-    [ I_m  0 | N·Aᵀ ]
-    [ 0    1 | −N·tᵀ ]
+    L = {(x, s) ∈ Z^(m+1) : A x = s·t},
 
-namely (b, 1, 0): its last d² coordinates vanish, and its norm is √(|J| + 1), far below the
-lattice's other vectors when the entries of A are large against |J|. LLL (python-flint's
-`fmpz_mat.lll`, exact integer arithmetic), repeated on randomly mixed bases, finds such a
-vector often, not always: it is a *heuristic search*. What it finds is only a candidate J,
-which `subset.solve` re-checks exactly (Σ_{j∈J} W_j = T in rationals) before any witness is
-built; when it finds nothing, nothing is concluded (no refutation comes from here).
+of dimension m + 1 − rank, and (b, 1) has norm √(|J| + 1), far below the lattice's other
+vectors when the entries of A are large against |J| (its determinant grows with them). L is
+computed exactly once — a basis of all of it, by LLL reductions that add the equations a
+block at a time — and then reduced by LLL (python-flint's `fmpz_mat.lll`, exact integer
+arithmetic), repeatedly on randomly mixed bases: a *heuristic search*. What it finds is only
+a candidate J, which `subset.solve` re-checks exactly (Σ_{j∈J} W_j = T in rationals) before
+any witness is built; when it finds nothing, nothing is concluded (no refutation comes from
+here).
 
 Where it stops: benchmarks/RESULTS.md, §8 (the dense subset regime).
 
@@ -32,71 +33,111 @@ from math import gcd, lcm
 
 from .. import budget, linalg
 
-# The scale N of the equation coordinates: large enough that a reduced vector with a
-# non-zero equation part is long, small enough to keep the integers (and LLL) cheap.
-SCALE = 64
-# One reduction costs about (m + 1)^3 operations on numbers of the size of N·A; beyond this
-# many unknowns it is not tried (d = 8, m = 256: tens of seconds for one, finding nothing).
+# The kernel lattice is computed EQUATIONS_PER_STEP equations at a time: the basis so far,
+# with the new equations' values scaled by KERNEL_SCALE appended, is LLL-reduced, and the
+# vectors whose appended part vanishes span the new kernel (checked: there must be as many as
+# the basis less the rank of the values; else the scale grows). 16 at a time: relu d = 8,
+# m = 256 in 11–17 s on a loaded 2-core machine (one equation at a time: 56 s).
+EQUATIONS_PER_STEP = 16
+KERNEL_SCALE = 2**20
+# The kernel costs about (m + 1)^4 operations: relu d = 8, m = 192 takes a few seconds,
+# m = 256 11–17 s here, more than CP-SAT can spare, so it is not tried beyond this many terms.
 MAX_TERMS = 200
 MIN_REMAINING_MS = 2_000
 # When one reduction misses J, the reduced basis is shuffled and mixed by a few random
 # unimodular row operations (seeded) and reduced again, up to MAX_TRIES times and within
 # SHARE of the time left (the rest is CP-SAT's): integer weights in ±1..9 at d = 4, m = 96
-# are found after 2–8 reductions where one finds nothing.
+# are found after 1–17 reductions (0.1 s each) where one finds nothing.
 MAX_TRIES = 60
 SHARE = 1 / 2
-DELTA = 0.999  # LLL's Lovász parameter (FLINT's exact integer LLL)
+DELTA = 0.99  # LLL's Lovász parameter (FLINT's exact integer LLL)
 
 
 def find(rows: list[list[int]], terms: int, timeout_ms: int,
          reference: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
     """A candidate J (0-based indices) with Σ_{j∈J} rows[i][j] = rows[i][terms] for every i,
-    from LLL reductions of the embedding lattice; None when none shows up (which proves
+    from LLL reductions of the kernel lattice; None when none shows up (which proves
     nothing). The caller re-checks the candidate exactly.
 
-    `reference` R: J is looked for as R Δ F with F short — the lattice of F has the columns
-    of R negated and the target less Σ_{j∈R} column j — alternately with R = ∅. (A planted
-    skip flips few of the block's own neurons, whose orientation the width search passes.)"""
+    `reference` R: J is looked for as R Δ F with F short — the kernel lattice in the
+    coordinates (F, s), F_j = s − x_j for j ∈ R (a unimodular change) — alternately with
+    R = ∅. (A planted skip flips few of the block's own neurons, whose orientation the width
+    search passes.)"""
     left = budget.remaining_ms(timeout_ms)
     if terms > MAX_TERMS or left < MIN_REMAINING_MS:
         return None
-    from flint import fmpz_mat
-
     m = terms
-    references = [()] if not reference else [tuple(sorted(set(reference))), ()]
-    bases = [_embedding(rows, m, set(r)) for r in references]
-    rng = random.Random(0)
     started = time.monotonic()
+    deadline = started + SHARE * left / 1000
+    kernel = _kernel(rows, m, deadline)
+    if kernel is None:
+        return None
+    references = [()] if not reference else [tuple(sorted(set(reference))), ()]
+    bases = [_flipped(kernel, m, set(r)) for r in references]
+    rng = random.Random(0)
     for attempt in range(MAX_TRIES):
         which = attempt % len(bases)
-        reduced = fmpz_mat(bases[which]).lll(False, DELTA)
-        vectors = [[int(reduced[i, k]) for k in range(reduced.ncols())]
-                   for i in range(reduced.nrows())]
+        vectors = _lll(bases[which])
         found = _subset_in(vectors, m)
         if found is not None:
             return tuple(sorted(set(found) ^ set(references[which])))
-        spent_ms = (time.monotonic() - started) * 1000
-        if spent_ms * (attempt + 2) / (attempt + 1) > SHARE * left:
+        spent = time.monotonic() - started
+        if started + spent * (attempt + 2) / (attempt + 1) > deadline:
             return None  # another reduction would overrun this search's share of the time
         bases[which] = _mixed(vectors, rng)
     return None
 
 
-def _embedding(rows: list[list[int]], m: int, flipped: set[int]) -> list[list[int]]:
-    """The rows of [I_m 0 | N·A'ᵀ; 0 1 | −N·t'ᵀ] with A' = A, columns in `flipped` negated,
-    and t' = t − Σ_{j∈flipped} A_j: a 0/1 solution F of A'F = t' is J = flipped Δ F."""
-    sign = [-1 if j in flipped else 1 for j in range(m)]
-    rhs = [row[m] - sum(row[j] for j in flipped) for row in rows]
-    basis = [[1 if k == j else 0 for k in range(m)] + [0]
-             + [SCALE * sign[j] * row[j] for row in rows] for j in range(m)]
-    basis.append([0] * m + [1] + [-SCALE * t for t in rhs])
+def _lll(basis: list[list[int]]) -> list[list[int]]:
+    from flint import fmpz_mat
+
+    reduced = fmpz_mat(basis).lll(False, DELTA)
+    return [[int(x) for x in row] for row in reduced.tolist()]
+
+
+def _kernel(rows: list[list[int]], m: int, deadline: float) -> list[list[int]] | None:
+    """A basis of L = {(x, s) ∈ Z^(m+1) : Σ_j rows[i][j]·x_j = s·rows[i][m] for every i}, or
+    None past the deadline. Each step keeps the combinations of the basis so far that satisfy
+    the next equations too: in an LLL-reduced basis of [B | N·V] (V the equations' values on
+    B) the vectors with a zero V-part span that kernel exactly when there are
+    rows(B) − rank(V) of them (the others' V-parts are then independent); N grows until
+    they are."""
+    from flint import fmpz_mat
+
+    n = m + 1
+    equations = [row[:m] + [-row[m]] for row in rows]
+    basis = [[1 if k == j else 0 for k in range(n)] for j in range(n)]
+    for first in range(0, len(equations), EQUATIONS_PER_STEP):
+        if time.monotonic() > deadline:
+            return None
+        block = equations[first:first + EQUATIONS_PER_STEP]
+        values = [[sum(b * e for b, e in zip(vector, eq, strict=True) if b) for eq in block]
+                  for vector in basis]
+        wanted = len(basis) - fmpz_mat(values).rank()
+        scale = KERNEL_SCALE
+        while True:
+            reduced = _lll([vector + [scale * v for v in vs]
+                            for vector, vs in zip(basis, values, strict=True)])
+            kept = [row[:n] for row in reduced if not any(row[n:])]
+            if len(kept) == wanted:
+                break
+            scale *= KERNEL_SCALE
+        basis = kept
     return basis
 
 
+def _flipped(basis: list[list[int]], m: int, flipped: set[int]) -> list[list[int]]:
+    """The basis in the coordinates (F, s) with F_j = s − x_j for j in `flipped`: a 0/1
+    solution F of the flipped system is J = flipped Δ F."""
+    return [[v[m] - x if j in flipped else x for j, x in enumerate(v[:m])] + [v[m]]
+            for v in basis]
+
+
 def _subset_in(vectors: list[list[int]], m: int) -> tuple[int, ...] | None:
-    """J from a vector ±(1_J, 1, 0) among the reduced basis vectors."""
+    """J from a vector ±(1_J, 1) among the reduced basis vectors (every vector of L
+    satisfies the equations; the caller re-checks J anyway)."""
     for v in vectors:
-        if v[m] in (1, -1) and not any(v[m + 1:]):
+        if v[m] in (1, -1):
             bits = [v[m] * x for x in v[:m]]
             if all(b in (0, 1) for b in bits):
                 return tuple(k for k in range(m) if bits[k])
