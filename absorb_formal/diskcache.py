@@ -29,7 +29,11 @@ ENV = "ABSORB_FORMAL_CACHE"
 
 
 def folder() -> Path | None:
-    """The cache folder (created), or None when the cache is off or cannot be made."""
+    """The cache folder (created, private), or None when the cache is off, cannot be made, or
+    is not private: owned by another user, or writable by group or others (anyone who can
+    write there could plant an entry; `mkdir` leaves an existing folder's mode as it is). The
+    checker applies the same rule to its own entries (checker/proved.py, which imports nothing
+    from here)."""
     value = os.environ.get(ENV)
     if value is not None and value.strip().lower() in ("off", "0", "no", "false", ""):
         return None
@@ -40,7 +44,10 @@ def folder() -> Path | None:
         base = Path(root) / "absorb_formal"
     try:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        status = base.stat()
     except OSError:
+        return None
+    if status.st_uid != os.geteuid() or status.st_mode & 0o022:
         return None
     return base
 

@@ -104,3 +104,14 @@ def test_library_versions_are_read_as_importlib_metadata_reads_them():
     for library in ("sympy", "lark", "numpy", "python-flint"):
         assert diskcache._version(library) == metadata.version(library)
     assert diskcache._version("no-such-library-here") == "absent"
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
+def test_a_folder_others_can_write_is_not_used(cache, mode):
+    """Anyone who can write the folder could plant an entry (a false property would make the
+    prover print a wrong verdict, which `check` would then reject): such a folder is not
+    used, and properties are proved afresh."""
+    cache.mkdir(mode=0o700)
+    assert diskcache.folder() == cache
+    cache.chmod(mode)
+    assert diskcache.folder() is None
