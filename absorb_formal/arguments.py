@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from .report import EXIT_ERROR
@@ -23,3 +24,35 @@ def parse(parser: argparse.ArgumentParser, argv: list[str], stdout: TextIO,
             sys.stdout, sys.stderr = old
     except SystemExit as stop:
         return EXIT_ERROR if stop.code not in (0, None) else 0
+
+
+def count(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `least` (a usage error, exit 2, otherwise)."""
+    def checked(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is below {least}")
+        return value
+    return checked
+
+
+def nonnegative(text: str) -> float:
+    """An argparse type: a number >= 0, inf allowed (a usage error, exit 2, otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number >= 0")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0 (0: no limit)."""
+    value = nonnegative(text)
+    if value == float("inf"):
+        raise argparse.ArgumentTypeError("inf is not a number of seconds (0 means no limit)")
+    return value

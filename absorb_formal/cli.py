@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__, budget, proofs
 from .api import DEFAULT_TIMEOUT, prove_report
-from .arguments import parse
+from .arguments import count, nonnegative, parse, seconds
 from .decide.dispatch import ENGINES
 from .language import SpecError
 from .model import Claim
@@ -43,8 +43,9 @@ PATH is a spec file, or a folder searched recursively for *.mlp files.
   absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
   absorb-prove scan CHECKPOINT [--json] [--write-spec FILE] [--certificates DIR]
                [--export DIR] [--activation NAME] [--timeout S] [-j N]
-  absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors
-               [--dtype float64|float32|bfloat16] [--points N] [--force]
+  absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors|FILE.onnx
+               [--dtype float64|float32|bfloat16] [--points N] [--max-error REL]
+               [--force] [--engine E] [--timeout S]
 
 From Python: absorb_formal.prove(path_or_text) and absorb_formal.check(path)
 (see absorb_formal/api.py).
@@ -130,8 +131,9 @@ export:
   proved equal to it, as arrays named like the language's fields: up, down, gate,
   up_bias, gate_bias, down_bias (biases 1-D, only those that exist); a stack of depth L
   uses layer1.up ... layerL.down. Each exact weight is rounded to nearest (ties to even)
-  in --dtype (default float64; bfloat16 needs .safetensors). The file records (safetensors
-  __metadata__, or the JSON string array __absorb_formal__ of a .npz): spec_sha256,
+  in --dtype (default float64; bfloat16 needs .safetensors or .onnx). The file records
+  (safetensors __metadata__, the JSON string array __absorb_formal__ of a .npz, or an
+  .onnx's metadata_props): spec_sha256,
   certificate_sha256 (of the certificate object of `NAME is absorbable at width W`, in
   the canonical bytes --certificates writes), width (W: a narrower witness is padded
   with zero neurons), dtype, max_rounding_rel_error
@@ -149,30 +151,6 @@ export:
 """
 
 
-def _count(least: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= `least` (a usage error, exit 2, otherwise)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{value} is below {least}")
-        return value
-    return parse
-
-
-def _nonnegative(text: str) -> float:
-    """An argparse type: a number >= 0, inf allowed (a usage error, exit 2, otherwise)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a number >= 0")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="absorb-prove", description=DESCRIPTION, epilog=EPILOG,
@@ -185,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write one certificate document per claim under DIR")
     parser.add_argument("--update", action="store_true",
                         help="with --certificates: replace documents whose content changed")
-    parser.add_argument("--crosscheck", type=_count(0), default=DEFAULT_POINTS, metavar="N",
+    parser.add_argument("--crosscheck", type=count(0), default=DEFAULT_POINTS, metavar="N",
                         help=f"float points per witness (default {DEFAULT_POINTS}; fewer, at least "
                              f"{MIN_POINTS}, for witnesses of over {WORK // DEFAULT_POINTS} "
                              "weights: points x weights <= 2e9; 0 = off)")
@@ -201,10 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", choices=ENGINES, default="theory",
                         help="theory (docs/rules.md §3-5, with the generic engine as fallback on "
                              "small cases), generic (§6 only), or both (disagreement = error)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
+                        metavar="SECONDS",
                         help=f"time budget per claim (default {DEFAULT_TIMEOUT:g}; 0 = none); "
                              "a claim that runs out ends unknown")
-    parser.add_argument("-j", "--jobs", type=_count(1), default=1, metavar="N",
+    parser.add_argument("-j", "--jobs", type=count(1), default=1, metavar="N",
                         help="decide N files in parallel (output order is unchanged)")
     parser.add_argument("--no-timing", action="store_true",
                         help='JSON "seconds" as null, so output is byte-identical across runs')
@@ -227,6 +206,10 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         engine = backend(args.backend, args.device)
     except BackendError as error:
         print(f"absorb-prove: error: {error}", file=stderr)
+        return EXIT_ERROR
+    if args.certificates is not None and (problem := proofs.folder_problem(args.certificates)):
+        print(f"absorb-prove: error: --certificates {args.certificates}: {problem}; nothing "
+              "was decided", file=stderr)
         return EXIT_ERROR
     shown_to = None if args.json else stderr  # progress bars: a terminal only, never --json
     options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, shown_to)
@@ -329,7 +312,13 @@ def store(report: FileReport, spec_file: Path, relative: str, folder: Path, upda
             continue
         doc = proofs.document(report.spec, entry.statement, entry.exact or entry.result,
                               spec_file, target)
-        if proofs.write(target, proofs.encode(doc), update) == "differs":
+        try:
+            written = proofs.write(target, proofs.encode(doc), update)
+        except OSError as error:
+            print(f"{target}: cannot write: {error.strerror or error}", file=stderr)
+            kept += 1
+            continue
+        if written == "differs":
             print(f"{target}: differs from the new certificate; kept", file=stderr)
             kept += 1
     return kept
@@ -370,14 +359,15 @@ def build_export_parser() -> argparse.ArgumentParser:
                         help="hidden width of the witness (default: the minimal width, or the "
                              "least width proved absorbable when only bounds are proved)")
     parser.add_argument("--out", required=True, type=Path, metavar="FILE",
-                        help="FILE.npz or FILE.safetensors (never replaced without --force)")
+                        help="FILE.npz, FILE.safetensors or FILE.onnx (never replaced without "
+                             "--force)")
     parser.add_argument("--dtype", choices=export.DTYPES, default="float64",
                         help="float format of the arrays (default float64)")
     parser.add_argument("--points", type=int, metavar="N",
                         help=f"sample points of the float error figure (default "
                              f"{export.DEFAULT_POINTS}, fewer for blocks of over "
                              f"{WORK // export.DEFAULT_POINTS} weights; 0 = off)")
-    parser.add_argument("--max-error", type=_nonnegative, metavar="REL",
+    parser.add_argument("--max-error", type=nonnegative, metavar="REL",
                         help="largest sample relative error written (default 16 machine "
                              "epsilons of --dtype: " + ", ".join(
                                  f"{d} {export.default_max_error(d):.3g}" for d in export.DTYPES)
@@ -385,13 +375,19 @@ def build_export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
                         help="as for deciding (default theory)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
+                        metavar="SECONDS",
                         help=f"time budget of the decision (default {DEFAULT_TIMEOUT:g}; 0 = none)")
     return parser
 
 
 def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from . import export
+
+    if args.points == 0 and args.max_error is not None:
+        print("absorb-prove export: error: --max-error needs the sample (--points 0 turns it "
+              "off)", file=stderr)
+        return EXIT_ERROR
 
     try:
         with budget.limit(args.timeout):

@@ -476,7 +476,16 @@ def write_arrays(out: Path, arrays: dict[str, np.ndarray], metadata: dict[str, s
 
 def write_new(out: Path, fill: Callable[[BinaryIO], object], force: bool = False) -> None:
     """Write a file through a temporary beside it. Without `force`, the last step is a hard
-    link, which fails when the name exists: nothing a user has is ever overwritten."""
+    link, which fails when the name exists: nothing a user has is ever overwritten. A file
+    system that refuses (no such folder, no permission, no hard links, full) is an ExportError
+    naming the file, never a traceback."""
+    try:
+        _write_new(out, fill, force)
+    except OSError as error:
+        raise ExportError(f"{out}: cannot write: {error.strerror or error}") from None
+
+
+def _write_new(out: Path, fill: Callable[[BinaryIO], object], force: bool) -> None:
     handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -637,8 +646,9 @@ def gate(record: dict[str, str], max_error: float) -> None:
         raise ExportError(
             f"the {record['dtype']} arrays are off by {measured:.6g} (relative to the terms "
             f"summed, over {record['sample_points']} sample points), beyond the "
-            f"{max_error:.6g} allowed; nothing written (a wider --dtype, or --max-error to "
-            "accept more)")
+            f"{max_error:.6g} allowed; nothing written ("
+            + ("a wider --dtype, or " if record["dtype"] != "float64" else "")
+            + "--max-error to accept more)")
 
 
 def load_snippet(record: dict[str, str], shown: str, name: str | None = None) -> str:

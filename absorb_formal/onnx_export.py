@@ -38,7 +38,7 @@ class OnnxExportError(Exception):
 def onnx_package() -> Any:
     """The onnx package, or OnnxExportError saying how to install it."""
     try:
-        return onnx_module()
+        return onnx_module("writing")
     except OnnxError as error:
         raise OnnxExportError(str(error)) from None
 

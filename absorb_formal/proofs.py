@@ -212,6 +212,15 @@ def file_name(relative_spec: str, line: int) -> str:
     return f"{relative_spec}.{line}.json"
 
 
+def folder_problem(folder: Path) -> str:
+    """Why documents cannot go into `folder` ("" when they can, as far as can be told before
+    writing): the folder, or a folder above it, exists and is not a folder."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            return "" if place.is_dir() else f"{place} is not a folder"
+    return ""
+
+
 def write(path: Path, data: bytes, update: bool) -> str:
     """Write atomically; "written", "unchanged", or "differs" (left alone without --update)."""
     if path.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -120,3 +121,37 @@ def test_corpus_copy_of_examples_matches_shared():
 def test_counts_below_their_least_value_are_usage_errors(cli, args):
     run = cli(*args, "specs/paper")
     assert run.code == 2 and "error: argument" in run.err and not run.out
+
+
+def test_a_certificates_path_that_is_a_file_is_refused_before_deciding(cli, tmp_path):
+    spec = tmp_path / "a.mlp"
+    shutil.copy(CORPUS / "examples" / "relu_absorbable.mlp", spec)
+    mine = tmp_path / "mine.mlp"
+    mine.write_text("keep me\n")
+    for target in (mine, mine / "sub"):
+        run = cli("--certificates", target, spec)
+        assert run.code == 2 and f"{mine} is not a folder" in run.err, run.err
+        assert "Traceback" not in run.err and run.out == ""
+    assert mine.read_text() == "keep me\n"
+
+
+def test_a_certificate_that_cannot_be_written_is_an_error_not_a_traceback(cli, tmp_path,
+                                                                          monkeypatch):
+    from absorb_formal import proofs
+
+    def refuse(path, data, update):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(proofs, "write", refuse)
+    spec = tmp_path / "a.mlp"
+    shutil.copy(CORPUS / "examples" / "relu_absorbable.mlp", spec)
+    run = cli("--certificates", tmp_path / "out", spec)
+    assert run.code == 2 and "cannot write: Permission denied" in run.err, run.err
+
+
+@pytest.mark.parametrize("value", ["-1", "inf", "nan", "x"])
+def test_a_timeout_must_be_a_finite_number_at_least_0(cli, tmp_path, value):
+    spec = tmp_path / "a.mlp"
+    shutil.copy(CORPUS / "examples" / "relu_absorbable.mlp", spec)
+    run = cli("--timeout", value, spec)
+    assert run.code == 2 and "--timeout" in run.err

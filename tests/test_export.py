@@ -441,3 +441,21 @@ def test_the_sample_gate_catches_arrays_that_do_not_compute_the_block(cli, spec,
 def test_max_error_must_be_a_number_at_least_0(cli, spec, tmp_path, value):
     run = cli("export", spec, "R", "--out", tmp_path / "r.npz", "--max-error", value)
     assert run.code == 2 and "--max-error" in run.err
+
+
+def test_a_file_system_that_refuses_the_file_is_an_error_not_a_traceback(cli, spec, tmp_path,
+                                                                         monkeypatch):
+    def full(out, fill, force):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export, "_write_new", full)
+    run = cli("export", spec, "R", "--out", tmp_path / "r.npz", "--points", "100")
+    assert run.code == 2 and "r.npz: cannot write: No space left on device" in run.err
+    assert "Traceback" not in run.err
+
+
+def test_max_error_without_a_sample_is_refused(cli, spec, tmp_path):
+    run = cli("export", spec, "R", "--out", tmp_path / "r.npz", "--points", "0",
+              "--max-error", "1e-30")
+    assert run.code == 2 and "--max-error needs the sample" in run.err
+    assert not (tmp_path / "r.npz").exists()

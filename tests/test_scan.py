@@ -143,6 +143,21 @@ def test_a_conv1d_checkpoint_stored_the_other_way_round_is_an_error_naming_the_t
     assert run.code == 2 and "model.safetensors" in run.err and "hidden size" in run.err, run.err
 
 
+def test_a_conv1d_checkpoint_saved_in_linear_layout_gets_the_transposed_shape(tmp_path, cli):
+    """c_fc and c_proj saved as nn.Linear stores them (output × input) under GPT-2's names:
+    the error gives the shape that fits and says the tensors look stored the other way round."""
+    rng = np.random.default_rng(0)
+    tensors = {"transformer.h.0.mlp.c_fc.weight": rng.normal(size=(4, 3)).astype(np.float32),
+               "transformer.h.0.mlp.c_proj.weight": rng.normal(size=(3, 4)).astype(np.float32)}
+    tmp_path.mkdir(exist_ok=True)
+    _save(tmp_path / "model.safetensors", tensors)
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_type": "gpt2", "n_embd": 3, "n_inner": 4, "activation_function": "relu"}))
+    run = cli("scan", tmp_path)
+    assert run.code == 2 and "expected (3, 4)" in run.err, run.err
+    assert "stored the other way round" in run.err
+
+
 # ---- the command --------------------------------------------------------------------------------
 
 def test_scan_decides_each_sublayer_and_prints_a_table(cli, tmp_path):
@@ -195,6 +210,18 @@ def test_usage_errors_are_exit_2_with_a_message(cli, tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     run = cli("scan", tmp_path / "notes.txt")
     assert run.code == 2 and "expected a folder" in run.err
+    # output places that are files or folders are refused before anything is written
+    run = cli("scan", gpt2(tmp_path / "g3"), "--write-spec", tmp_path / "s.mlp",
+              "--certificates", tmp_path / "notes.txt")
+    assert run.code == 2 and "notes.txt is not a folder" in run.err, run.err
+    assert not (tmp_path / "s.mlp").exists()
+    (tmp_path / "wsdir").mkdir()
+    run = cli("scan", gpt2(tmp_path / "g3"), "--write-spec", tmp_path / "wsdir")
+    assert run.code == 2 and "a folder; give a file name ending in .mlp" in run.err
+    run = cli("scan", gpt2(tmp_path / "g3"), "--write-spec", tmp_path / "notes.txt" / "s.mlp")
+    assert run.code == 2 and "notes.txt is not a folder" in run.err
+    run = cli("scan", gpt2(tmp_path / "g3"), "--timeout", "nan")
+    assert run.code == 2 and "--timeout" in run.err
 
 
 def test_the_api_returns_the_same_answers_as_the_command(cli, tmp_path):

@@ -62,11 +62,11 @@ class OnnxError(ValueError):
     """An initializer that cannot be read as one exact array; the message is for the user."""
 
 
-def onnx_module() -> Any:
+def onnx_module(doing: str = "reading") -> Any:
     try:
         import onnx
     except ImportError:
-        raise OnnxError("reading .onnx files needs the onnx package "
+        raise OnnxError(f"{doing} .onnx files needs the onnx package "
                         "(pip install 'absorb_formal[onnx]')") from None
     return onnx
 

@@ -10,7 +10,7 @@ from typing import TextIO
 from .. import progress as bars
 from .. import proofs
 from ..api import DEFAULT_TIMEOUT
-from ..arguments import parse
+from ..arguments import parse, seconds
 from ..model import Claim
 from .found import ScanError
 from .run import BlockAnswer, ScanReport, scan, with_expectations
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="write the skip-free checkpoint to DIR")
     parser.add_argument("--activation", metavar="NAME", help="override config.json's")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
                         help="decide N sublayers at once, in N processes (default 1)")
@@ -152,6 +152,10 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         code = EXIT_ERROR
+    except OSError as error:  # a folder that refuses the files: said, never a traceback
+        print(f"absorb-prove scan: error: {error.filename or ''}: cannot write: "
+              f"{error.strerror or error}", file=stderr)
+        code = EXIT_ERROR
     if args.json:
         print(json.dumps({**report.as_json(), **{k: files.get(k) for k in
                                                  ("spec", "certificates", "export")},
@@ -166,11 +170,17 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
 def _refusal(args: argparse.Namespace) -> str:
     if args.certificates is not None and args.write_spec is None:
         return "--certificates needs --write-spec FILE (the documents cite the spec)"
+    if args.certificates is not None and (problem := proofs.folder_problem(args.certificates)):
+        return f"--certificates {args.certificates}: {problem}"
     if args.write_spec is not None:
+        if args.write_spec.is_dir():
+            return f"--write-spec {args.write_spec}: a folder; give a file name ending in .mlp"
         if args.write_spec.exists():
             return f"{args.write_spec} exists; scan never replaces a file (remove it first)"
         if args.write_spec.suffix != ".mlp":
             return f"--write-spec {args.write_spec}: a spec file ends in .mlp"
+        if problem := proofs.folder_problem(args.write_spec.parent):
+            return f"--write-spec {args.write_spec}: {problem}"
     if args.export is not None and args.export.exists() and (
             not args.export.is_dir() or any(args.export.iterdir())):
         return f"--export {args.export}: exists and is not an empty folder"

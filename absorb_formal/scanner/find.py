@@ -337,11 +337,15 @@ def _block(checkpoint: Checkpoint, convention: Convention, names: dict[str, str]
                         f"expected {wanted_down} for an up tensor of shape {up_shape} "
                         f"({'input × output, Conv1D' if flip else 'output × input, nn.Linear'})")
     if hidden is not None and d != hidden:
+        if m == hidden:  # the other way round: the width is the other size
+            expected, hint = (up_shape[::-1], "; it looks stored the other way round")
+        else:
+            expected, hint = ((hidden, m) if flip else (m, hidden)), ""
         raise ScanError(f"{where}: {tensor(names['up'] + '.weight')} has shape {up_shape}: "
                         f"input size {d}, but config.json's hidden size is {hidden}; "
-                        f"expected {(hidden, m) if flip else (m, hidden)} "
+                        f"expected {expected} "
                         f"({'input × output, Conv1D' if flip else 'output × input, nn.Linear'},"
-                        f" as {convention.family} stores it)")
+                        f" as {convention.family} stores it){hint}")
     gate = None
     if "gate" in names:
         gate_shape = shape(f"{names['gate']}.weight")
