@@ -207,6 +207,10 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except BackendError as error:
         print(f"absorb-prove: error: {error}", file=stderr)
         return EXIT_ERROR
+    if args.update and args.certificates is None:
+        print("absorb-prove: error: --update needs --certificates DIR (it replaces documents "
+              "there)", file=stderr)
+        return EXIT_ERROR
     if args.certificates is not None and (problem := proofs.folder_problem(args.certificates)):
         print(f"absorb-prove: error: --certificates {args.certificates}: {problem}; nothing "
               "was decided", file=stderr)

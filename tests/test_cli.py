@@ -155,3 +155,19 @@ def test_a_timeout_must_be_a_finite_number_at_least_0(cli, tmp_path, value):
     shutil.copy(CORPUS / "examples" / "relu_absorbable.mlp", spec)
     run = cli("--timeout", value, spec)
     assert run.code == 2 and "--timeout" in run.err
+
+
+def test_a_binary_file_given_as_a_spec_is_said_to_be_one_without_its_bytes(cli, tmp_path):
+    import numpy as np
+
+    np.savez(tmp_path / "w.npz", a=np.ones(3))
+    run = cli(tmp_path / "w.npz")
+    assert run.code == 2 and "w.npz:1:1: error: a binary file, not a spec" in run.err
+    assert "PK" not in run.err
+
+
+def test_update_without_certificates_is_a_usage_error(cli, tmp_path):
+    spec = tmp_path / "a.mlp"
+    shutil.copy(CORPUS / "examples" / "relu_absorbable.mlp", spec)
+    run = cli("--update", spec)
+    assert run.code == 2 and "--update needs --certificates" in run.err

@@ -20,7 +20,13 @@ MAX_SPEC_BYTES = 2 * 1024 * 1024
 
 
 def decode(data: bytes, path: str) -> str:
-    """UTF-8 text, or a SpecError at the line and column of the first undecodable byte."""
+    """UTF-8 text, or a SpecError at the line and column of the first undecodable byte; a
+    binary file (a NUL byte in its first 4 KiB: an .npz, .safetensors, .onnx or pickle) is
+    said to be one, without echoing its bytes."""
+    if b"\0" in data[:4096]:
+        raise SpecError([Diagnostic(path, Pos(1, 1), "a binary file, not a spec (weights in "
+                                    "an .npz, .safetensors or .onnx file are read by a spec's "
+                                    "load(\"FILE\", \"NAME\"))")])
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
