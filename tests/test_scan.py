@@ -337,3 +337,15 @@ def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_p
     assert cli("--expect", spec).code == 0
     again = cli("scan", pickled, "--write-spec", tmp_path / "out" / "q.mlp")
     assert again.code == 2 and "exists" in again.err  # the copy is never written over
+
+
+def test_an_up_tensor_without_its_partners_is_listed_with_what_is_missing(cli, tmp_path):
+    _save(tmp_path / "model.safetensors",
+          {"model.layers.0.mlp.up_proj.weight": np.ones((4, 3), np.float32)})
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_type": "llama", "hidden_size": 3, "intermediate_size": 4, "hidden_act": "silu"}))
+    run = cli("scan", tmp_path, "--json")
+    skipped = run.json()["skipped"]
+    assert [s["where"] for s in skipped] == ["model.layers.0.mlp.up_proj.weight"], skipped
+    assert "model.layers.0.mlp.down_proj.weight" in skipped[0]["why"] and "missing" in \
+        skipped[0]["why"]

@@ -49,7 +49,7 @@ def language_activation(name: str, gated: bool, where: str) -> str:
         except SpecError:
             raise ScanError(f"{where}: activation {name!r} is not one absorb_formal knows "
                             f"exactly (known: {known_names()}, or any activation of the "
-                            "language); give --activation NAME") from None
+                            "language: --activation takes any of these)") from None
         if act.gated:
             if not gated:
                 raise ScanError(f"{where}: activation {name!r} is gated, but the block has no "
@@ -257,6 +257,7 @@ def find_named(checkpoint: Checkpoint, activation: str | None
     skipped: list[Skipped] = []
     named = activation or config_activation(checkpoint.config)
     hidden = _hidden_size(checkpoint.config)
+    partial: dict[str, str] = {}  # up tensors whose convention's other tensors are missing
     for convention in CONVENTIONS:
         pattern = re.compile(r"^(?P<prefix>(?:.*\.)?)" + re.escape(convention.up) + r"\.weight$")
         for key in tensors:
@@ -266,7 +267,10 @@ def find_named(checkpoint: Checkpoint, activation: str | None
             prefix = match.group("prefix")
             names = {part: prefix + getattr(convention, part) for part in ("up", "down", "gate")
                      if getattr(convention, part) is not None}
-            if any(f"{n}.weight" not in tensors for n in names.values()):
+            missing = [f"{n}.weight" for n in names.values() if f"{n}.weight" not in tensors]
+            if missing:
+                partial.setdefault(key, f"named as {convention.family} names an MLP's up "
+                                        f"tensor, but {', '.join(missing)} is missing")
                 continue
             where = _module(prefix, convention)
             try:
@@ -276,6 +280,10 @@ def find_named(checkpoint: Checkpoint, activation: str | None
             taken |= {f"{n}.{s}" for n in names.values() for s in ("weight", "bias")}
     order = {key: i for i, key in enumerate(tensors)}
     found.sort(key=lambda b: order[b.up.key])
+    for key, why in partial.items():  # an up tensor without its partners: said as such
+        if key not in taken:
+            skipped.append(Skipped(key, why))
+            taken.add(key)
     skipped += _passed_over(tensors, taken)
     names_seen: dict[str, int] = {}
     unique = []
