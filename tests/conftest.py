@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -60,6 +61,11 @@ class CorpusRun:
     folder: Path
     args: list[str]
     run: Run
+
+    @functools.cached_property
+    def doc(self) -> Any:
+        """The run's JSON document, parsed once for every test that reads it."""
+        return self.run.json()
 
 
 CORPUS_ARGS = ["--json", "--no-timing", "--crosscheck", "3000"]

@@ -49,7 +49,7 @@ def _outcomes(path, corpus_run) -> dict[int, tuple[str, object]]:
         return {s.pos.line: ((r := decide(spec, s)).outcome, r.certificate)
                 for s in spec.statements}
     shown = corpus_run.folder / "specs" / path.relative_to(CORPUS)
-    files = {f["path"]: f for f in corpus_run.run.json()["files"]}
+    files = {f["path"]: f for f in corpus_run.doc["files"]}
     assert str(shown) in files, shown
     return {r["line"]: (r["outcome"], r["certificate"]) for r in files[str(shown)]["results"]}
 
@@ -105,7 +105,7 @@ def _spare_pairs(block, witness, x):
 
 
 def test_corpus_covers_every_rule(corpus_run):
-    methods = {r["method"] for f in corpus_run.run.json()["files"] for r in f["results"]}
+    methods = {r["method"] for f in corpus_run.doc["files"] for r in f["results"]}
     for rule in ("T1 homogeneity", "T2 parity", "T3 boundedness", "T4 flatness",
                  "§4 canonical form + width search", "§4 canonical forms", "§5 GLU sign flips",
                  "§5 stack of per-layer witnesses", "linear rank (§4)", "§4 genericity",
@@ -135,7 +135,7 @@ def test_reproving_the_corpus_reproduces_proofs_byte_for_byte(corpus_run):
 
 def test_every_absorbable_verdict_in_the_corpus_is_cross_checked(corpus_run):
     assert "--crosscheck" in corpus_run.args and "3000" in corpus_run.args
-    doc = corpus_run.run.json()
+    doc = corpus_run.doc
     checked = 0
     for f in doc["files"]:
         for r in f["results"]:
