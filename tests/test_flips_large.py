@@ -74,9 +74,20 @@ def arrays(act: str, d: int, m: int, plant: str | None, seed: int = 0
 
 
 def spec(tmp_path: Path, act: str, d: int, m: int, plant: str | None = None,
-         literal_bias: bool = False, seed: int = 0) -> str:
+         literal_bias: bool = False, seed: int = 0, bias: bool = True) -> str:
     found = arrays(act, d, m, plant, seed)
     np.savez(tmp_path / "w.npz", **found)
+    if not bias:  # glu without biases (§5): the same up, down, gate and S (a literal, which
+        # `verify` reads from the document; a loaded skip is read by `check` only)
+        skip = "[" + ", ".join("[" + ", ".join(str(int(v)) for v in row) + "]"
+                               for row in found["S"]) + "]"
+        return f"""block Big {{
+    activation {act}  dim {d}  width {m}  skip {skip}
+    up = load("w.npz", "up")
+    down = load("w.npz", "down")
+    gate = load("w.npz", "gate")
+}}
+"""
     gate = ('\n    gate = load("w.npz", "gate")\n    gate_bias = load("w.npz", "g")'
             if act != "relu^2" else "")
     up_bias = ("[" + ", ".join(str(int(v)) for v in found["b"]) + "]" if literal_bias
@@ -291,6 +302,111 @@ def test_blocks_over_the_limit_are_decided_from_their_files(tmp_path, cli, monke
         assert results[0]["outcome"] == "proved", results
         assert doc["certificate"]["flips"] == [P1 + 1, P2 + 1]
     assert cli("check", "certs").code == 0
+
+
+# ---- glu without biases: §5's condition at scale, §8's linear neurons above ----------------
+
+GLU_D, GLU_M = 32, 120  # d²·m = 122,880 entries in §5's subset system: past MAX_EXACT_COST
+
+
+@pytest.mark.parametrize(("d", "m"), [(GLU_D, GLU_M), (BIG_D, BIG_M)])
+@pytest.mark.parametrize("plant", [None, "pair", "linear"])
+def test_a_bias_free_glu_block_is_decided_at_scale(tmp_path, cli, monkeypatch, d, m, plant):
+    """Without biases glu's row of §8.2 is §5's condition Σ_J d_i u_iᵀ = −S/(2c): refuted
+    (S = I, or the only 0/1 candidate failing exactly) or proved (a planted pair) by the
+    unique solution mod q, and the witness flips gate rows and down columns, no bias. Above,
+    the linear neurons (gate row 0: σ(0) = ½) absorb it at m + rank S."""
+    results = prove(tmp_path, cli, monkeypatch, spec(tmp_path, "glu", d, m, plant, bias=False),
+                    f"claim Big is absorbable\nclaim Big is absorbable at width {m + d}\n")
+    first = "proved" if plant == "pair" else "refuted"
+    assert [r["outcome"] for r in results] == [first, "proved"], results
+    assert results[0]["method"] == flips_large.METHOD, results[0]
+    (path, doc), (_, above) = checked(tmp_path, 2)
+    cert = doc["certificate"]
+    assert cert["rule"] == flips_large.RULES["Og(c)"]
+    if plant is not None:
+        assert cert["flips"] == [P1 + 1, P2 + 1], cert
+    every_leaf_is_checked(path, doc)
+    if plant == "pair":  # the flip witness at m is one at every wider width
+        assert above["certificate"]["flips"] == [P1 + 1, P2 + 1]
+    else:
+        assert above["certificate"]["check"] == "own neurons + linear neurons"
+        assert above["certificate"]["gamma"] == "0"
+    assert cli("check", "certs").code == 0
+
+
+SMALL_GLU = """block A {{
+    activation glu
+    dim 2  width 2  skip {skip}
+    gate = [[1, 2], [3, -1]]
+    up   = [[1, 0], [2, 1]]
+    down = [[1, 1], [0, 1]]
+}}
+"""
+
+
+@pytest.mark.parametrize(("skip", "rank"), [("identity", 2), ("[[1, 2], [2, 4]]", 1)])
+def test_a_small_bias_free_glu_block_gets_linear_neurons_and_its_min_width(
+        tmp_path, cli, monkeypatch, skip, rank):
+    """§5 refutes width 2 (no J); the linear neurons absorb at 2 + rank S; so min width is
+    between 3 and 2 + rank S — decided (3) when rank S = 1. Every certificate checks."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.mlp").write_text(SMALL_GLU.format(skip=skip) + (
+        f"claim A is not absorbable\nclaim A is absorbable at width {2 + rank}\n"
+        "claim min width of A is 3\n"), encoding="utf-8")
+    run = cli("--certificates", "certs", "--json", "a.mlp")
+    results = run.json()["files"][0]["results"]
+    outcomes = [r["outcome"] for r in results]
+    assert outcomes == ["proved", "proved", "proved" if rank == 1 else "unknown"], results
+    assert results[1]["method"] == "§8 linear neurons / square quadruples"
+    if rank == 2:
+        assert results[2]["min_width_bounds"] == [3, 4], results[2]
+    check = cli("check", "--json", "certs")
+    assert check.code == 0, check.out
+    assert [r["status"] for r in check.json()["certificates"]] == ["valid"] * 3
+
+
+def test_the_exported_bias_free_glu_witnesses_are_the_block(tmp_path, cli, monkeypatch):
+    """The flip witness at m and the linear-neuron witness at m + d, exported: no bias
+    anywhere, and each computes the block."""
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "glu", GLU_D, GLU_M, "pair", bias=False),
+          "claim Big is absorbable\n")
+    block = load_text((tmp_path / "big.mlp").read_text(), "big.mlp", tmp_path).blocks["Big"]
+    x = np.random.default_rng(0).standard_normal((50, GLU_D))
+    want = block.evaluate(x)
+    for width in (GLU_M, GLU_M + GLU_D):
+        out = f"free{width}.npz"
+        export = cli("export", "big.mlp", "Big", "--width", str(width), "--out", out)
+        assert export.code == 0, export.out + export.err
+        found, _ = read_export(tmp_path / out)
+        assert sorted(found) == ["down", "gate", "up"], sorted(found)
+        gate = 1 / (1 + np.exp(-(x @ found["gate"].T)))
+        got = (gate * (x @ found["up"].T)) @ found["down"].T
+        assert np.abs(got - want).max() < 1e-9 * max(1.0, float(np.abs(want).max())), width
+
+
+def test_a_bias_free_flip_refutation_needs_glu(tmp_path, cli, monkeypatch):
+    """Only glu's row holds without biases (relu² and gated O(a)+N blocks without biases are
+    never absorbable by T1/T4, a different certificate): a biased swiglu refutation whose
+    block is said to have no biases is invalid, and so is a bias-free glu construction with a
+    gate bias γ ≠ 0."""
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "swiglu", D, M),
+          "claim Big is absorbable\n")
+    path, doc = doc_at(tmp_path, 0)
+    forged = copy.deepcopy(doc)
+    forged["blocks"]["Big"]["bias"] = False
+    verdict = verify(forged, weights(path, forged))
+    assert verdict.status == "invalid", verdict
+    other = tmp_path / "glu"
+    other.mkdir()
+    prove(other, cli, monkeypatch, spec(other, "glu", GLU_D, GLU_M, bias=False),
+          f"claim Big is absorbable at width {GLU_M + GLU_D}\n")
+    path, doc = doc_at(other, 0)
+    assert verify(doc, weights(path, doc)).status == "valid"
+    forged = copy.deepcopy(doc)
+    forged["certificate"]["gamma"] = "1"
+    verdict = verify(forged, weights(path, forged))
+    assert verdict.status == "invalid" and "gamma must be 0" in verdict.reason, verdict
 
 
 def test_the_certificate_reads_as_json_with_integer_fields(tmp_path, cli, monkeypatch):

@@ -12,10 +12,11 @@ family), the pairs add Σ_k p_k (q_k·x) = S x when the terms sum to S:
 So the plain block equals B, and its width is m + 2·#columns.
 
 Biased gated blocks (docs/rules.md §8, linear neurons): a neuron with gate row 0 and gate bias γ
-computes σ(γ)(u·x + β); with σ(γ) ≠ 0, one such neuron per rank-one term, up row q_k and down
-p_k/σ(γ), adds Σ_k p_k q_k·x. Width m + #columns. σ(γ) is re-derived from σ's formula with
-sympy: a rational, or else the atom σ(γ) (swiglu, geglu: silu(1), gelu(1); `symbolic`), and
-σ(γ) ≠ 0 is proved by an arb enclosure of the formula at γ that excludes 0.
+computes σ(γ)(u·x + β) (a bias-free block: γ = β = 0, so only σ(0) ≠ 0, as for glu); with
+σ(γ) ≠ 0, one such neuron per rank-one term, up row q_k and down p_k/σ(γ), adds Σ_k p_k q_k·x.
+Width m + #columns. σ(γ) is re-derived from σ's formula with sympy: a rational, or else the
+atom σ(γ) (swiglu, geglu: silu(1), gelu(1); `symbolic`), and σ(γ) ≠ 0 is proved by an arb
+enclosure of the formula at γ that excludes 0.
 
 relu² and square with biases (docs/rules.md §8): with the lemma σ(z) + σ(−z) = v z² (re-proved by
 `lemmas`, v ≠ 0), four neurons per rank-one term, p_k/(4v)·(σ(ℓ+1) + σ(−ℓ−1) − σ(ℓ−1) −
@@ -71,9 +72,11 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     from .lemma_proofs import Z, formula
 
     require(cert["check"] == LINEAR, "not the linear-neuron construction")
-    require(block["depth"] == 1 and block["activation"]["gated"] and bool(block.get("bias")),
-            "linear neurons need a depth-1 gated block with biases (gate bias γ)")
+    require(block["depth"] == 1 and block["activation"]["gated"],
+            "linear neurons need a depth-1 gated block")
     gamma, stored = q(cert["gamma"]), symbolic.parse(cert["sigma_gamma"])
+    require(bool(block.get("bias")) or gamma == 0,
+            "a bias-free block has no gate bias: gamma must be 0")
     at = sp.simplify(formula(block["activation"]).subs(Z, sp.Rational(gamma.numerator,
                                                                       gamma.denominator)))
     if at.is_Rational:  # σ(γ) rational: the stored value is it

@@ -212,7 +212,10 @@ def _bias(block: dict[str, Any], layer: dict[str, Any], name: str, n: int) -> li
 def _flip_common(block: dict[str, Any], layers: Layers, cert: dict[str, Any],
                  rule: tuple[str, Fraction, bool]) -> _Neurons:
     name, value, _ = rule
-    require(block["depth"] == 1 and bool(block.get("bias")), "§8.2 at scale: biased, depth 1")
+    require(block["depth"] == 1, "§8.2 at scale: depth 1")
+    # Without biases only glu: its row with β = γ = 0 is §5's condition (relu² and the gated
+    # O(a)+N rows are then T1/T4's, never absorbable: no flip set to check).
+    require(bool(block.get("bias")) or name == "Og(c)", "§8.2 at scale: a biased block, or glu")
     require(cert["rule"] == RULES[name], f"the rule re-derived from sigma is {RULES[name]}")
     require(isinstance(cert["constant"], str) and Fraction(cert["constant"]) == value,
             f"the stored constant is not the re-proved {value}")

@@ -153,15 +153,43 @@ def depth_one(block: Block, size: int) -> Decision:
                      "that no never-rule covers")
 
 
+def glu_first(block: Block, size: int) -> Decision | None:
+    """A bias-free glu block whose §5 subset system (d²·m entries) is large, as `costly`
+    says for §4's: the unique solution mod q first (`flips_large`, the Og(c) row with no
+    biases), when it decides; else None (§5's exact subset search)."""
+    if block.biased or not (block.is_concrete and flips_large.applies(block)
+                            and block.dim * block.dim * block.width > MAX_EXACT_COST):
+        return None
+    found = flips_large.decide(block, size)
+    own = flips_large.own_width(block) if found is not None else None
+    if found is None or own is None or own.absorbable is None:
+        return None
+    return construction_above(block, size) if found.absorbable is None else found
+
+
+def construction_above(block: Block, size: int) -> Decision | None:
+    """§8's construction (bias-free glu: linear neurons) when `size` reaches its width."""
+    built = large.construction(block)
+    if built is not None and size >= int(built["width"]):
+        return large.decide_construction(block, size)
+    return None
+
+
 def glu_at(block: Block, at_own: Decision, size: int) -> Decision:
     if at_own.absorbable is True and size >= block.width:
         assert at_own.witness is not None
         stack = tuple(pad(layer, size) for layer in at_own.witness)
         certificate = dict(at_own.certificate or {}, width=size, layers=cert.layers(stack))
         return replace(at_own, certificate=certificate, witness=stack)
+    if size == block.width and at_own.absorbable is not None:
+        return at_own
+    above = construction_above(block, size)  # §8's linear neurons (glu: gate row 0, σ(0) = ½)
+    if above is not None:
+        return above
     if size == block.width or at_own.absorbable is None:
         return at_own
-    return undecided("§5 decides GLU blocks at their own width only")
+    return undecided("§5 decides GLU blocks at their own width only, and the linear-neuron "
+                     "construction (docs/rules.md §8) at m + rank S and above")
 
 
 def stacked(block: Block, size: int) -> Decision:
@@ -215,9 +243,15 @@ def at_width(block: Block, size: int) -> Decision:
         if rule is not None:
             return rule
     if refused:
-        return large.decide(block, size) if large.applies(block) else undecided(refused)
+        if large.applies(block):
+            return large.decide(block, size)
+        glu_large = flips_large.decide(block, size)  # §5 at scale: bias-free glu (Og(c))
+        if glu_large is not None and glu_large.absorbable is not None:
+            return glu_large
+        above = construction_above(block, size)  # §8's linear neurons: glu, σ(0) = ½
+        return above or glu_large or undecided(refused)
     if block.depth == 1:
-        return large_first(block, size) or depth_one(block, size)
+        return large_first(block, size) or glu_first(block, size) or depth_one(block, size)
     return stacked(block, size)
 
 
@@ -323,6 +357,8 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
                                               f"search incomplete: {found.incomplete}",
                                 bounds=(lo, hi))
             return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD)
+        if not block.biased and large.construction(block) is not None:  # glu: §5 + §8
+            return construction_minimal_width(block)
     return MinWidth(False, reason=f"no rule gives the minimal width of {block.activation} "
                                   f"blocks of depth {block.depth}")
 
@@ -353,7 +389,7 @@ def construction_minimal_width(block: Block) -> MinWidth:
     ≤ m. Decided when the bounds meet (rank S = 1 and a refutation at m: min width m + 1)."""
     found = large.bounds(block)
     lo, hi, below, above = found.lo, found.hi, found.below, found.above
-    own = flip_sets(block, block.width)
+    own = own_flip_width(block)
     if own is not None and own.absorbable is False:
         lo, below = block.width + 1, own.certificate
     elif own is not None and own.absorbable is True and block.width < hi:
@@ -370,6 +406,17 @@ def construction_minimal_width(block: Block) -> MinWidth:
     return MinWidth(False, method=method,
                     certificate=large.bounds_certificate(large.Bounds(lo, hi, below, above)),
                     reason=f"min width is between {lo} and {hi} ({how})", bounds=(lo, hi))
+
+
+def own_flip_width(block: Block) -> Decision | None:
+    """The decision at the block's own width m by its flips: §8.2 (biased), or §5 for a
+    bias-free glu block (at scale: `flips_large`, the Og(c) row with no biases)."""
+    m = block.width
+    if block.biased:
+        return flip_sets(block, m)
+    if too_large(block):
+        return flips_large.decide(block, m)
+    return glu_first(block, m) or glu.decide(block, m)
 
 
 def large_minimal_width(block: Block) -> MinWidth:

@@ -1,6 +1,7 @@
 """Flip sets at scale (docs/rules.md §8.2, "Flip sets at scale: the unique solution mod q"):
 the same-width question of large biased depth-1 relu², gated O(a)+N (swiglu, geglu, reglu)
-and Og(c) (glu) blocks, decided both ways by the unique solution of §8.2's system mod q, as
+and Og(c) (glu, with or without biases: without, the row is §5's condition) blocks, decided
+both ways by the unique solution of §8.2's system mod q, as
 `unique_subset` decides §4's generic case.
 
 §8.2's condition on the flip set J is one linear system in c ∈ {0, 1}^m (`flips.py` states it
@@ -63,9 +64,13 @@ ARGUMENT = ("every neuron is alive and its key row ([u_i | b_i] for relu^2, [g_i
 
 
 def applies(block: Block) -> bool:
-    """A concrete biased depth-1 block whose activation is a row of §8.2's table."""
-    return (block.layers is not None and block.depth == 1 and block.biased
-            and flips.rule_for(block) is not None)
+    """A concrete biased depth-1 block whose activation is a row of §8.2's table, or a
+    bias-free glu block: the Og(c) row with β = γ = 0 is §5's condition (the other rows
+    without biases are T1/T4's, never absorbable, decided before this)."""
+    if block.layers is None or block.depth != 1:
+        return False
+    rule = flips.rule_for(block)
+    return rule is not None and (block.biased or rule.name == "Og(c)")
 
 
 def costly(block: Block) -> bool:
@@ -91,7 +96,7 @@ def decide(block: Block, size: int) -> Decision | None:
         return None
     if own.absorbable is True and size < m:
         return undecided(f"§8.2 proves width {m} ({own.detail}); narrower widths of a large "
-                         f"biased {block.activation} block: no rule decides them")
+                         f"{block.activation} block: no rule decides them")
     if own.absorbable is False and size > m:
         return undecided(f"§8.2 refutes width {m} and every narrower one; wider widths "
                          "below the construction: no rule decides them")
@@ -141,13 +146,12 @@ def alone(block: Block, rule: flips.Rule) -> str:
     layer = block.layers[0]
     if not layer.down.nonzero().any(axis=0).all():
         return "a column of D is 0 (a dead neuron: no refutation)"
+    betas = _biases(layer.up_bias, block.width)
     if layer.gate is None:
-        assert layer.up_bias is not None
-        keyed, offsets = layer.up, layer.up_bias
+        keyed, offsets = layer.up, betas
     else:
-        assert layer.up_bias is not None and layer.gate_bias is not None
-        keyed, offsets = layer.gate, layer.gate_bias
-        ups = layer.up.nonzero().any(axis=1) | np.array([b != 0 for b in layer.up_bias])
+        keyed, offsets = layer.gate, _biases(layer.gate_bias, block.width)
+        ups = layer.up.nonzero().any(axis=1) | np.array([b != 0 for b in betas])
         if not ups.all():
             return "a neuron has a zero up row and up bias (a dead neuron: no refutation)"
     distinct = large.affine_keys_distinct(keyed, offsets)
@@ -158,6 +162,11 @@ def alone(block: Block, rule: flips.Rule) -> str:
         return (f"two neurons share a residue key, or a key row is 0 ({what} with their "
                 "biases): §8.2's only-if needs distinct keys")
     return ""
+
+
+def _biases(values: tuple[Fraction, ...] | None, m: int) -> tuple[Fraction, ...]:
+    """A hidden bias, zeros in a bias-free block (only glu comes here without biases)."""
+    return values if values is not None else (Fraction(0),) * m
 
 
 def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray | None:
@@ -254,7 +263,8 @@ def witness_certificate(rule: flips.Rule, chosen: list[int], m: int) -> dict[str
             "flips": [i + 1 for i in chosen],
             "argument": "flip the neurons listed in flips as §8.2's row says (relu^2: row of "
                         "U, b_i and d_i; gated: gate row and gamma_i; glu: gate row, gamma_i "
-                        "and d_i), the down bias taking the flips' constant: their total change "
+                        "and d_i), the down bias taking the flips' constant (bias-free glu: "
+                        "no bias, no constant): their total change "
                         "is S x + a constant, since J's quadratic part is 0 and its linear part "
                         "is S exactly"}
 
@@ -263,6 +273,10 @@ def flipped(block: Block, rule: flips.Rule, chosen: list[int]) -> Layer:
     """§8.2's witness (`flips.flipped`) with the loaded arrays negated as arrays."""
     assert block.layers is not None
     layer = block.layers[0]
+    if not block.biased:  # glu (§5): gate rows and down columns of J negated, no biases
+        assert rule.name == "Og(c)" and layer.gate is not None
+        return Layer(layer.up, unique_subset.negated(layer.down, chosen, columns=True),
+                     unique_subset.negated(layer.gate, chosen))
     assert layer.up_bias is not None and layer.down_bias is not None
     picked = set(chosen)
 

@@ -75,10 +75,13 @@ def gate_constant(block: Block) -> tuple[Fraction, symbolic.Number] | None:
     """(γ, σ(γ)) with σ(γ) ≠ 0 proved, for a biased depth-1 gated block; else None. σ(γ) is
     rational (reglu, bilinear: γ = 1; glu: γ = 0, σ(0) = 1/2) or, for a σ irrational on
     Q \\ {0} with σ(0) = 0 (swiglu, geglu), the symbolic σ(1) (`symbolic.atom`, its sign
-    proved by an arb enclosure)."""
-    if (not block.activation.gated or not block.biased or block.depth != 1
-            or block.layers is None):
+    proved by an arb enclosure). A bias-free block has no gate bias: γ = 0 only, when
+    σ(0) ≠ 0 (glu: the gate row 0 alone makes a linear neuron ½·(u·x))."""
+    if not block.activation.gated or block.depth != 1 or block.layers is None:
         return None
+    if not block.biased:
+        at_zero = properties(block.activation).sigma_at_zero
+        return (Fraction(0), at_zero) if at_zero else None
     scalar = block.activation.scalar
     if scalar.is_rational:
         at_one = scalar.exact(Fraction(1))
@@ -459,7 +462,8 @@ def added_neurons(block: Block, certificate: dict[str, Any] | None = None
         out["up_bias"] = _object(biases, (len(ups),))
     if gates is not None:
         out["gate"] = _object(gates, (len(ups), d))
-        out["gate_bias"] = _object(gate_biases, (len(ups),))
+        if layer.gate_bias is not None or any(gate_biases):  # bias-free glu: none
+            out["gate_bias"] = _object(gate_biases, (len(ups),))
     return out
 
 
@@ -565,10 +569,12 @@ def witness_arrays(block: Block, size: int | None = None,
 
 
 def gated_witness_arrays(block: Block, size: int | None = None) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None,
+        np.ndarray | None]:
     """(gate, up, down, gate_bias, up_bias, down_bias) of the linear-neuron witness."""
     f = witness_fields(block, size)
-    return f["gate"], f["up"], f["down"], f["gate_bias"], f.get("up_bias"), f.get("down_bias")
+    return (f["gate"], f["up"], f["down"], f.get("gate_bias"), f.get("up_bias"),
+            f.get("down_bias"))
 
 
 def square_witness_arrays(block: Block, size: int | None = None
@@ -735,7 +741,8 @@ def decide_construction(block: Block, size: int) -> Decision:
     if size >= hi:
         return Decision(True, METHOD_GATED, found,
                         detail=f"the block's {block.width} neurons + {hi - block.width} added")
-    return undecided(f"a biased {block.activation} block: width {size} is below the "
+    kind = "biased " if block.biased else ""
+    return undecided(f"a {kind}{block.activation} block: width {size} is below the "
                      f"construction's {hi} (docs/rules.md §8), and no rule decides it there")
 
 

@@ -180,14 +180,17 @@ def flip_set(own: dict[str, np.ndarray], rule: str, value: float, flips: list[in
              ) -> dict[str, np.ndarray]:
     """§8.2's witness at scale in floats (decide/flips_large.flipped, exactly): relu² negates
     the rows of U, β_i and d_i (c′ = c + Σ_J β_i² d_i); gated O(a)+N the gate rows and γ_i
-    (c′ = c + 2a Σ_J γ_i β_i d_i); Og(c) the gate rows, γ_i and d_i (c′ = c + 2c Σ_J β_i d_i)."""
+    (c′ = c + 2a Σ_J γ_i β_i d_i); Og(c) the gate rows, γ_i and d_i (c′ = c + 2c Σ_J β_i d_i;
+    bias-free glu: the gate rows and d_i, no bias)."""
     layer = {name: array.copy() for name, array in own.items()}
-    beta = own["up_bias"][flips]
     keyed = "up" if rule == "§8.2 relu^2" else "gate"
     layer[keyed][flips] *= -1
-    layer[keyed + "_bias"][flips] *= -1
     if rule != "§8.2 gated O(a)+N":
         layer["down"][:, flips] *= -1
+    if "up_bias" not in own:  # a bias-free glu block (§5): its witness has no biases either
+        return layer
+    beta = own["up_bias"][flips]
+    layer[keyed + "_bias"][flips] *= -1
     if rule == "§8.2 relu^2":
         factor = beta * beta
     elif rule == "§8.2 Og(c)":
