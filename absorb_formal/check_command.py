@@ -77,7 +77,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     if args.json:
         print(json.dumps({"certificates": documents, "errors": errors, "counts": counts,
                           "exit_code": code}, indent=2), file=stdout)
-    else:
+    elif documents or not errors:  # a lone error (a spec given, no .json) has no count
         print(f"check: {sum(counts.values())} certificates: {counts['valid']} valid, "
               f"{counts['invalid']} invalid, {counts['stale']} stale, "
               f"{counts['unchecked']} unchecked", file=stdout)

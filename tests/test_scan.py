@@ -349,3 +349,16 @@ def test_an_up_tensor_without_its_partners_is_listed_with_what_is_missing(cli, t
     assert [s["where"] for s in skipped] == ["model.layers.0.mlp.up_proj.weight"], skipped
     assert "model.layers.0.mlp.down_proj.weight" in skipped[0]["why"] and "missing" in \
         skipped[0]["why"]
+    assert run.code == 2 and "no MLP sublayer found" in run.err, run.err
+
+
+def test_a_checkpoint_without_mlp_is_exit_2_and_writes_nothing(cli, tmp_path):
+    """Nothing to decide is not success: the skipped tensors are listed, the error says why,
+    and no spec or export folder is written."""
+    _save(tmp_path / "model.safetensors",
+          {"encoder.layer.0.attention.query.weight": np.ones((3, 3), np.float32)})
+    run = cli("scan", tmp_path, "--write-spec", tmp_path / "out" / "s.mlp",
+              "--export", tmp_path / "free")
+    assert run.code == 2 and "no MLP sublayer found" in run.err, run.err
+    assert "attention" in run.out
+    assert not (tmp_path / "out" / "s.mlp").exists() and not (tmp_path / "free").exists()

@@ -75,7 +75,7 @@ exit codes:
   0  every sublayer decided at its own width (yes or no)
   1  (not used: a "no" is an answer, not a failure)
   2  an error: unreadable checkpoint, unknown activation, a tensor of the wrong shape,
-     FILE or DIR exists, --export impossible
+     FILE or DIR exists, --export impossible, no MLP sublayer found (nothing written)
   3  some sublayer unknown at its own width
   130 interrupted
 """
@@ -140,15 +140,13 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
             bar.close()
     files: dict[str, object] = {}
     code = EXIT_INTERRUPTED if report.interrupted else _code(report.blocks)
+    if not report.blocks and not report.interrupted:  # nothing decided: nothing to write
+        print(f"absorb-prove scan: error: {args.path}: no MLP sublayer found (what was "
+              "skipped, and why, is listed on stdout)", file=stderr)
+        code = EXIT_ERROR
     try:
-        if args.write_spec is not None and report.report is not None:
-            files["spec"] = str(_write_spec(report, args.write_spec))
-            if args.certificates is not None:
-                files["certificates"] = _store(report, args.write_spec, args.certificates)
-        if args.export is not None:
-            from .export import export_checkpoint
-
-            files["export"] = str(export_checkpoint(report, args.export))
+        if code != EXIT_ERROR:
+            files.update(_write_files(report, args))
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         code = EXIT_ERROR
@@ -165,6 +163,20 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         for key, value in files.items():
             print(f"{key}: {value}", file=stdout)
     return code
+
+
+def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, object]:
+    """The spec, certificates and skip-free checkpoint asked for (paths by key)."""
+    files: dict[str, object] = {}
+    if args.write_spec is not None and report.report is not None:
+        files["spec"] = str(_write_spec(report, args.write_spec))
+        if args.certificates is not None:
+            files["certificates"] = _store(report, args.write_spec, args.certificates)
+    if args.export is not None:
+        from .export import export_checkpoint
+
+        files["export"] = str(export_checkpoint(report, args.export))
+    return files
 
 
 def _refusal(args: argparse.Namespace) -> str:
