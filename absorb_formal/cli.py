@@ -417,12 +417,21 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"  {record['width_note']}; --width W exports at another", file=stdout)
     print(f"  max rounding error {record['max_rounding_rel_error']} (relative, entrywise); "
           f"sample of {record['sample_points']} points: max error "
-          f"{record['sample_max_abs_error']} (relative {record['sample_max_rel_error']}, "
-          f"allowed {record['sample_max_error_allowed']})", file=stdout)
+          f"{_g(record['sample_max_abs_error'])} (relative "
+          f"{_g(record['sample_max_rel_error'])}, allowed "
+          f"{_g(record['sample_max_error_allowed'])})", file=stdout)
     print(f"  certificate sha256 {record['certificate_sha256']}", file=stdout)
     print(f"# a spec beside {args.out.name} loads it back with:", file=stdout)
     print(export.load_snippet(record, args.out.name), file=stdout)
     return 0
+
+
+def _g(figure: str) -> str:
+    """A recorded figure (full precision, or "n/a") shown with 6 significant digits."""
+    try:
+        return f"{float(figure):.6g}"
+    except ValueError:
+        return figure
 
 
 def entry() -> None:

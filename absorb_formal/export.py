@@ -24,7 +24,8 @@ and sample_max_rel_error (the block's float64 evaluation against the exported ar
 float64 evaluation over seeded sample points, the relative figure measured against the size of
 the terms summed as in the witness cross-check; "n/a" with the reason in sample_note when the
 block has no float64 image), sample_max_error_allowed (the gate: a larger relative figure
-writes nothing; default 16 machine epsilons of the dtype, `--max-error` sets it);
+writes nothing; default 16 machine epsilons of the dtype, `--max-error` sets it; the three
+error figures are written to full precision, `repr` of the float, and the gate compares them);
 width_note, only when no width was asked and the minimal width is only bounded: the proved
 bounds, and that the width exported is the least proved absorbable.
 
@@ -419,8 +420,10 @@ def sample_error(block: Block, arrays: dict[str, np.ndarray], points: int | None
                           None, tuple({k: np.asarray(v, dtype=np.float64) for k, v in layer.items()}
                                  for layer in layer_arrays(arrays, block.depth)))
     found = compare(reference, exported, points, NumpyBackend())
-    return {"sample_points": str(points), "sample_max_abs_error": f"{found.max_abs_error:.6g}",
-            "sample_max_rel_error": f"{found.max_rel_error:.6g}"}
+    # repr: the shortest text that reads back as the same float, so the gate compares (and
+    # the file records) the figure measured, not a 6-digit rounding of it
+    return {"sample_points": str(points), "sample_max_abs_error": repr(found.max_abs_error),
+            "sample_max_rel_error": repr(found.max_rel_error)}
 
 
 def certificate_sha256(decision: Decision) -> str:
@@ -638,7 +641,7 @@ def gate(record: dict[str, str], max_error: float) -> None:
     """Refuse (ExportError, exit 2) a file whose measured sample error passes `max_error`:
     the rounded arrays would not compute the block the proof is about. The bound is recorded
     (`sample_max_error_allowed`); an unmeasured sample ("n/a") is not gated and says so."""
-    record["sample_max_error_allowed"] = f"{max_error:.6g}"
+    record["sample_max_error_allowed"] = repr(float(max_error))
     if record["sample_max_rel_error"] == "n/a":
         return
     measured = float(record["sample_max_rel_error"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -413,8 +414,22 @@ def test_the_sample_gate_writes_nothing_beyond_max_error(cli, spec, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     exported(cli, spec, "R7", "r7.npz", "--dtype", "float32", "--force")
     record = read_export(target)[1]
-    assert record["sample_max_error_allowed"] == f"{export.default_max_error('float32'):.6g}"
+    assert float(record["sample_max_error_allowed"]) == export.default_max_error("float32")
     assert 0 < float(record["sample_max_rel_error"]) <= float(record["sample_max_error_allowed"])
+
+
+def test_the_gate_compares_the_figure_measured_to_the_last_bit(cli, spec, tmp_path):
+    """The record holds the measured error exactly (it reads back as the same float), and
+    the gate compares that: --max-error equal to it writes, one ulp below it writes nothing
+    (a 6-digit rounding of it would have let a slightly larger error through, or not)."""
+    exported(cli, spec, "R7", "r7.npz", "--dtype", "float32", "--points", "500")
+    measured = float(read_export(tmp_path / "r7.npz")[1]["sample_max_rel_error"])
+    assert measured > 0
+    again = ("export", spec, "R7", "--dtype", "float32", "--points", "500", "--max-error")
+    assert cli(*again, repr(measured), "--out", tmp_path / "a.npz").code == 0
+    below = cli(*again, repr(math.nextafter(measured, 0)), "--out", tmp_path / "b.npz")
+    assert below.code == 2 and "nothing written" in below.err, below.err
+    assert not (tmp_path / "b.npz").exists()
 
 
 def test_the_sample_gate_catches_arrays_that_do_not_compute_the_block(cli, spec, tmp_path,
