@@ -967,6 +967,13 @@ FAMILY_TRUTHS = {
     "§8.3 relu^2 flips": {"sometimes": True, "never": False},
     "§8.3 linear neuron in the block": {"sometimes": True, "never": False},
     half.RULE: {"generically not": True, "always": False},  # docs/rules.md §9 (b), any depth
+    # docs/rules.md "GLU sign flips": bias-free Og(c) families; preconditions in _glu_family_rule
+    "§5 rank of S": {"never": True, "generically not": True, "sometimes": False,
+                     "always": False},
+    "§5 linear neurons": {"always": True, "sometimes": True, "never": False,
+                          "generically not": False},
+    "§5 linear neurons in the block": {"sometimes": True, "never": False},
+    "§5 genericity": {"generically not": True, "always": False},
 }
 # The rules that hold with biases: the §4 ones whose argument keeps biases (plain, zero,
 # spare pairs, linear maps up to a constant) and the §8.3 table.
@@ -995,6 +1002,8 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
                 f"rule {rule!r} does not hold for families with biases (docs/rules.md §8)")
         if rule.startswith("§8.3"):
             _biased_rule(block, rule, width, cert)
+        elif rule.startswith("§5 "):
+            _glu_family_rule(block, rule, width)
         else:
             _rule_preconditions(block, rule, width)
         table = FAMILY_TRUTHS[rule]
@@ -1118,6 +1127,28 @@ def _biased_rule(block: dict[str, Any], rule: str, width: int, cert: dict[str, A
         require(rule == "§8.3 linear neuron in the block", f"unknown rule {rule!r}")
         _linear_neuron(act, row, cert)
         require(row == "gated" and r <= m <= width, "needs a gated sigma, rank S <= m <= w")
+
+
+def _glu_family_rule(block: dict[str, Any], rule: str, width: int) -> None:
+    """Preconditions of the bias-free glu family rules (docs/rules.md "GLU sign flips"):
+    depth 1, no biases, S != 0, Og(c) with c = σ(0) != 0 and σ − c analytic and not a
+    polynomial (OgN, re-proved)."""
+    act, m = block["activation"], block["width"]
+    r = exact.skip_rank(block)
+    c = lemmas.value_at_zero(act) if act["gated"] else None  # Og(c) at z = 0: c = σ(0)
+    require(not block.get("bias") and block["depth"] == 1 and r > 0 and c is not None
+            and c != 0 and lemmas.holds(act, "OgN", c),
+            "§5's family rules cover bias-free depth-1 Og(c) families, c = sigma(0) != 0 "
+            "(re-proved), with S != 0")
+    if rule == "§5 rank of S":  # Jacobian at 0: S = c(D'U' - DU), rank <= m + w
+        require(m + width < r, f"needs m + width < rank S = {r}")
+    elif rule == "§5 linear neurons":  # gate row 0: c·d (u·x), one per rank-one term
+        require(width >= m + r, "needs width >= m + rank S")
+    elif rule == "§5 linear neurons in the block":
+        require(m + width >= r, "needs m + width >= rank S")
+    else:
+        require(rule == "§5 genericity", f"unknown rule {rule!r}")
+        require(width <= m, "needs width <= m")
 
 
 def _linear_neuron(act: dict[str, Any], row: str | None, cert: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ Facts, each with the rule that proves it:
   each layer); at depth 1 and width 1 (m ≥ 2), generically not but sometimes (S ≠ 0), neither
   always nor generically not (S = 0: all u_i > 0 is an open set of absorbable weights).
 - O(a)+N at depth 1 (relu family, analytic family) and linear activations: the table of §4.
+- glu (Og(c)) without biases at depth 1: never / sometimes / generically not / always from
+  §5's linear neurons and genericity (`glu_families`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from ..model import Block
 from ..properties import properties
-from . import bias_families, half_activation, skip
+from . import bias_families, glu_families, half_activation, skip
 from .canonical import ridge
 from .decision import BIASED, Decision, undecided
 from .family_facts import ALWAYS, NEVER, Facts, with_example
@@ -40,6 +42,7 @@ def facts(block: Block, size: int) -> Facts:
             bias_table(block, size, out)
         else:
             _odd_linear(block, size, out)
+            glu_families.table(block, size, skip.rank(block.skip), out)  # §5, bias-free glu
         half = half_activation.family(block, size)  # §9: relu stacks, any depth, w < 2d
         if half is not None:
             out.set("generically not", True, half_activation.METHOD, half)
