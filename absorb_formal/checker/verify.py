@@ -939,41 +939,39 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) 
     return equal
 
 
+# What a rule settles: a family never absorbable (so not sometimes, not always), always
+# (so sometimes), sometimes (not never), generically not (not always).
+NEVER = {"never": True, "generically not": True, "sometimes": False, "always": False}
+ALWAYS = {"always": True, "sometimes": True, "never": False, "generically not": False}
+SOMETIMES = {"sometimes": True, "never": False}
+GENERICALLY_NOT = {"generically not": True, "always": False}
 FAMILY_TRUTHS = {
-    "never-rule": {"never": True, "generically not": True, "sometimes": False, "always": False},
-    "§4 rank of S": {"never": True, "generically not": True, "sometimes": False,
-                     "always": False},
-    "spare pairs": {"always": True, "sometimes": True, "never": False, "generically not": False},
-    "§4 relu family in d = 1": {"always": True, "sometimes": True, "never": False,
-                                "generically not": False},
+    "never-rule": NEVER,
+    "§4 rank of S": NEVER,
+    "spare pairs": ALWAYS,
+    "§4 relu family in d = 1": ALWAYS,
     "§4 relu family in d = 1, width 1": {"sometimes": True, "never": False,
                                          "generically not": True, "always": False},
     "§4 relu family in d = 1, width 1, S = 0": {"generically not": False, "always": False},
-    "§4 subset condition": {"sometimes": True, "never": False},
-    "§4 genericity": {"generically not": True, "always": False},
+    "§4 subset condition": SOMETIMES,
+    "§4 genericity": GENERICALLY_NOT,
     "plain family": {"always": True, "generically not": False},
-    "zero weights": {"sometimes": True, "never": False},
+    "zero weights": SOMETIMES,
     # docs/rules.md §8.3, families with biases (depth 1, S != 0); preconditions in _biased_rule.
-    "§8.3 rank of S": {"never": True, "generically not": True, "sometimes": False,
-                       "always": False},
-    "§8.3 relu^2 pairs": {"always": True, "sometimes": True, "never": False,
-                          "generically not": False},
-    "§8.3 square pairs": {"always": True, "sometimes": True, "never": False,
-                          "generically not": False},
-    "§8.3 linear neurons": {"always": True, "sometimes": True, "never": False,
-                            "generically not": False},
-    "§8.3 genericity": {"generically not": True, "always": False},
-    "§8.3 subset condition": {"sometimes": True, "never": False},
-    "§8.3 relu^2 flips": {"sometimes": True, "never": False},
-    "§8.3 linear neuron in the block": {"sometimes": True, "never": False},
-    half.RULE: {"generically not": True, "always": False},  # docs/rules.md §9 (b), any depth
+    "§8.3 rank of S": NEVER,
+    "§8.3 relu^2 pairs": ALWAYS,
+    "§8.3 square pairs": ALWAYS,
+    "§8.3 linear neurons": ALWAYS,
+    "§8.3 genericity": GENERICALLY_NOT,
+    "§8.3 subset condition": SOMETIMES,
+    "§8.3 relu^2 flips": SOMETIMES,
+    "§8.3 linear neuron in the block": SOMETIMES,
+    half.RULE: GENERICALLY_NOT,  # docs/rules.md §9 (b), any depth
     # docs/rules.md "GLU sign flips": bias-free Og(c) families; preconditions in _glu_family_rule
-    "§5 rank of S": {"never": True, "generically not": True, "sometimes": False,
-                     "always": False},
-    "§5 linear neurons": {"always": True, "sometimes": True, "never": False,
-                          "generically not": False},
-    "§5 linear neurons in the block": {"sometimes": True, "never": False},
-    "§5 genericity": {"generically not": True, "always": False},
+    "§5 rank of S": NEVER,
+    "§5 linear neurons": ALWAYS,
+    "§5 linear neurons in the block": SOMETIMES,
+    "§5 genericity": GENERICALLY_NOT,
 }
 # The rules that hold with biases: the §4 ones whose argument keeps biases (plain, zero,
 # spare pairs, linear maps up to a constant) and the §8.3 table.
