@@ -44,6 +44,11 @@ class Invalid(Exception):
     """The certificate does not establish what the document says."""
 
 
+# every checker module's "this does not hold"
+INVALID = (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
+           half.Invalid, symbolic.Invalid)
+
+
 @dataclass(frozen=True)
 class Verdict:
     status: str  # "valid" | "invalid" | "unchecked" (unknown outcome: nothing to check)
@@ -69,8 +74,7 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
             verdict = _verify(doc, weights or {})
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
-    except (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
-            half.Invalid, symbolic.Invalid) as error:
+    except INVALID as error:
         return Verdict("invalid", str(error))
     except MALFORMED + _sympy_errors() as e:  # sympy's: e.g. a root_of with a constant polynomial
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
@@ -170,10 +174,28 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
 def _bias_ok(doc: dict[str, Any]) -> bool:
     """Biased blocks: only certificates of a §8 rule that the checker re-derives with biases."""
     return (_flips_ok(doc) or _keys_ok(doc["blocks"], doc["certificate"])
-            or _plain_ok(doc["certificate"])
+            or _stack_ok(doc) or _plain_ok(doc["certificate"])
             or _linear_ok(doc["certificate"])
             or _never_or_table_ok(doc["certificate"])
             or _bias_ok_generic(doc["claim"], doc["certificate"]))
+
+
+def _stack_ok(doc: dict[str, Any]) -> bool:
+    """A stack of per-layer certificates (docs/rules.md §8.4), alone or as the upper end of a
+    min width or its bounds with nothing below: each layer's certificate must be one this gate
+    accepts for a biased depth-1 block, as that layer's own claim."""
+    cert = doc["certificate"]
+    kind = cert.get("kind")
+    if kind in ("minimal width", "minimal width bounds"):
+        above = cert["witness" if kind == "minimal width" else "above"]
+        return cert["below"] is None and isinstance(above, dict) and _stack_ok(
+            dict(doc, certificate=above))
+    parts = cert.get("per_layer")
+    claim = dict(doc["claim"], kind="absorbable", modality="")
+    return (kind == "witness" and cert.get("check") == LAYERS_CHECK
+            and isinstance(parts, list) and all(
+                isinstance(part, dict) and _bias_ok(dict(doc, certificate=part, claim=claim))
+                for part in parts))
 
 
 def _flips_ok(doc: dict[str, Any]) -> bool:
@@ -277,6 +299,9 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
     """The certificate is a plain stack of width ≤ `width` equal to the block. `layers`: the
     weights of a block too large to embed, for witnesses that read them."""
     require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
+    if cert.get("check") == LAYERS_CHECK:
+        _per_layer(block, width, cert, layers)
+        return
     if cert.get("check") == unique_subset.CHECK and unique_subset.flip_rule(cert):
         unique_subset.check_flip_witness(block, [list(r) for r in exact.skip_rows(block)],
                                          width, _weights(block, layers), cert,
@@ -333,6 +358,39 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
         _glu_flip(block, layers[0], cert)
     else:
         raise Invalid(f"unknown witness check {check!r}")
+
+
+LAYERS_CHECK = "each layer absorbed by its own certificate"
+
+
+def _per_layer(block: dict[str, Any], width: int, cert: dict[str, Any],
+               layers: modular.Layers | None) -> None:
+    """A stack (depth ≥ 2) whose every layer, alone as a depth-1 block with the block's σ,
+    S and biases, is absorbed at the certificate's width by its own certificate (checked
+    here as any depth-1 witness): the plain layers, padded with zero neurons, compose to a
+    plain stack equal to the block (docs/rules.md "Depth (stacks)")."""
+    depth = block["depth"]
+    require(depth >= 2, "a stack of per-layer certificates needs depth >= 2")
+    require(isinstance(block["layers"], list) and len(block["layers"]) == depth,
+            "a stack of per-layer certificates needs a concrete block with embedded layers")
+    size = _whole_number(cert["width"], "width")
+    require(1 <= size <= width, f"the witness has width {size}, not 1..{width}")
+    parts = cert["per_layer"]
+    require(isinstance(parts, list) and len(parts) == depth,
+            f"per_layer holds {len(parts) if isinstance(parts, list) else 'no'} certificates "
+            f"for {depth} layers")
+    for n, part in enumerate(parts):
+        require(isinstance(part, dict), f"per_layer[{n}] is not a certificate")
+        single = dict(block, depth=1, layers=block["layers"][n:n + 1])
+        try:
+            absorbable(single, size, part, None if layers is None else layers[n:n + 1])
+        except INVALID as error:
+            raise Invalid(f"layer {n + 1}: {error}") from error
+
+
+def _whole_number(value: Any, what: str) -> int:
+    require(isinstance(value, int) and not isinstance(value, bool), f"{what} is not an integer")
+    return int(value)
 
 
 def _layer_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
@@ -580,7 +638,7 @@ def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
             "an unknown outcome carries no certificate but min width bounds")
     blocks = doc["blocks"]
     require(not blocks[claim["block"]].get("bias") or _keys_ok(blocks, cert)
-            or _linear_ok(cert), "blocks with biases: no rule for these bounds")
+            or _linear_ok(cert) or _stack_ok(doc), "blocks with biases: no rule for these bounds")
     block = blocks[claim["block"]]
     lo, hi = int(cert["lower"]), int(cert["upper"])
     require(1 <= lo < hi, "the bounds do not leave the min width open")

@@ -197,7 +197,7 @@ def stacked(block: Block, size: int) -> Decision:
     §8.4). Each layer is decided on its own by the depth-1 rules whose witness the checker
     verifies by canonical forms (linear, §4 / §8.1 width search)."""
     if linear.slope(block) is None and ridge(block.activation) is None:
-        return undecided(f"depth {block.depth} {block.activation} blocks are covered by no rule")
+        return per_layer_stack(block, size)  # gated, relu², square: each layer's own rule
     assert block.layers is not None
     below = half_activation.refute(block, size)  # §9: width < 2r refuted, any depth
     if below is not None:
@@ -207,8 +207,7 @@ def stacked(block: Block, size: int) -> Decision:
         single = replace(block, depth=1, layers=(layer,))
         decision = biased_at_width(single, size) if block.biased else depth_one(single, size)
         if decision.absorbable is True and decision.method not in (WIDTH_METHOD, linear.METHOD):
-            return undecided(f"layer {n} is absorbable at width {size} by {decision.method}, "
-                             "whose witness a stack certificate does not carry")
+            return per_layer_stack(block, size)  # a witness canonical forms do not check
         if decision.absorbable is not True:
             why = "is not absorbable" if decision.absorbable is False else "is undecided"
             return undecided(f"layer {n} {why} at width {size} on its own, so no stack of "
@@ -221,6 +220,60 @@ def stacked(block: Block, size: int) -> Decision:
                     cert.witness(stack, common, "each layer's canonical form equals the "
                                  "block layer's"), witness=stack,
                     detail=f"{block.depth} layers, each absorbable")
+
+
+STACK_METHOD = "stack of per-layer certificates"
+STACK_CHECK = "each layer absorbed by its own certificate"
+
+
+def per_layer_stack(block: Block, size: int) -> Decision:
+    """Depth ≥ 2, any σ (docs/rules.md "Depth (stacks)", §8.4): each layer decided alone at
+    `size` by whatever rule decides a depth-1 block; when every layer is absorbable, the
+    stack of their witnesses (each padded with zero neurons to the widest) equals the block.
+    The certificate keeps each layer's own certificate, which the checker verifies against
+    that layer alone."""
+    assert block.layers is not None
+    certificates: list[dict[str, Any]] = []
+    layers: list[Layer | None] = []
+    for n, layer in enumerate(block.layers, start=1):
+        single = replace(block, depth=1, layers=(layer,))
+        decision = at_width(single, size)
+        if decision.absorbable is not True:
+            why = "is not absorbable" if decision.absorbable is False else "is undecided"
+            return undecided(f"layer {n} {why} at width {size} on its own, so no stack of "
+                             f"per-layer witnesses ({decision.reason or decision.detail})")
+        assert decision.certificate is not None
+        certificates.append(decision.certificate)
+        layers.append(_layer_witness(single, decision))
+    common = max(int(c["width"]) for c in certificates)
+    # the exact stack, for export; None when a layer's witness is algebraic (σ(γ) symbolic)
+    stack = None if any(x is None for x in layers) else tuple(
+        pad(x, common) for x in layers if x is not None)
+    return Decision(True, STACK_METHOD, {
+        "kind": "witness", "check": STACK_CHECK, "width": common, "per_layer": certificates,
+        "argument": "each layer of the block equals the plain layer its own certificate "
+                    "proves (at most this width; zero neurons pad it); equal layers compose "
+                    "to equal stacks"}, witness=stack,
+        detail=f"{block.depth} layers, each absorbable on its own")
+
+
+def _layer_witness(single: Block, decision: Decision) -> Layer | None:
+    """The exact plain layer a depth-1 decision proves: its witness, or a construction's
+    layer built from its certificate (`large.witness_layer`); None when neither exists as
+    rationals (linear neurons with an irrational σ(γ))."""
+    if decision.witness:
+        return decision.witness[0]
+    certificate = decision.certificate or {}
+    if certificate.get("check") == large.LINEAR:
+        gamma = large.gate_constant(single)
+        if gamma is None or not isinstance(gamma[1], Fraction):
+            return None
+    if certificate.get("kind") == "witness" and certificate.get("check") in large.BUILT:
+        try:
+            return large.witness_layer(single, None, certificate)
+        except large.TooWide:
+            return None
+    return None
 
 
 def biased_keys(block: Block) -> CanonicalForm | None:
@@ -465,16 +518,14 @@ def layer_width(block: Block, n: int) -> int | None:
 
 
 def stack_minimal_width(block: Block, known: tuple[int, bool] | None = None) -> MinWidth:
-    """Depth ≥ 2, O(a)+N σ: 2r ≤ min width ≤ the largest layer width (docs/rules.md §9, §5);
-    decided with a `minimal width` certificate when they meet, else bounds."""
+    """Depth ≥ 2: 2r ≤ min width (relu: docs/rules.md §9) and min width ≤ the largest layer
+    width (the stack of per-layer witnesses, any σ whose layers are decided); decided with a
+    `minimal width` certificate when they meet, else bounds."""
     assert block.layers is not None
-    if ridge(block.activation) is None:
-        return MinWidth(False, reason=f"no rule gives the minimal width of "
-                                               f"{block.activation} blocks of depth "
-                                               f"{block.depth}")
     widths = [layer_width(block, n) for n in range(block.depth)]
-    found = half_activation.bound(block)
-    lo = max(1, 2 * found.rank) if found.rank is not None else 1
+    keyed = ridge(block.activation) is not None
+    found = half_activation.bound(block) if keyed else None
+    lo = max(1, 2 * found.rank) if found is not None and found.rank is not None else 1
     if any(w is None for w in widths):
         return MinWidth(False, reason=f"min width >= {lo}; a layer's own width is "
                                                "undecided, so no stack of witnesses bounds it")
@@ -487,7 +538,8 @@ def stack_minimal_width(block: Block, known: tuple[int, bool] | None = None) -> 
         narrower = at_width(block, known[0])
         if narrower.absorbable is True:
             hi, above = known[0], narrower
-    method = half_activation.STACK_METHOD if lo > 1 else "§5 stack of per-layer witnesses"
+    method = (half_activation.STACK_METHOD if lo > 1 else "§5 stack of per-layer witnesses"
+              if keyed else STACK_METHOD)
     if above.absorbable is not True:
         return MinWidth(False, reason=f"min width >= {lo}; the stack of per-layer "
                                                f"witnesses at {hi} failed: {above.reason}")
@@ -502,5 +554,7 @@ def stack_minimal_width(block: Block, known: tuple[int, bool] | None = None) -> 
         certificate={"kind": "minimal width bounds", "lower": lo, "upper": hi,
                      "below": below.certificate if below is not None else None,
                      "above": above.certificate},
-        reason=f"min width is between {lo} and {hi} (half-activation bound below, "
-               "stack of per-layer witnesses above; docs/rules.md §9)")
+        reason=f"min width is between {lo} and {hi} (" + (
+            "half-activation bound below, stack of per-layer witnesses above; docs/rules.md §9)"
+            if keyed else "the stack of per-layer witnesses above; no rule bounds a depth "
+            f"{block.depth} {block.activation} stack from below)"))

@@ -68,6 +68,8 @@ EXACT_DOUBLES = 160
 LINEAR = "own neurons + linear neurons"
 QUADRUPLES = "own neurons + square quadruples"
 SQUARE_PAIRS = "own neurons + square pairs"
+# The constructions whose whole witness `witness_layer` builds from the certificate.
+BUILT = (CONSTRUCTION, DOUBLES, LINEAR, QUADRUPLES, SQUARE_PAIRS)
 METHOD_GATED = "§8 linear neurons / square quadruples"  # any size: see concrete.py
 
 

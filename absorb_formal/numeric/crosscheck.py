@@ -9,7 +9,7 @@ a figure above TOLERANCE is a real difference, and one below it is all float64 c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, TextIO
 
@@ -72,6 +72,7 @@ class CrossCheck:
 
 
 _WEIGHTS = ("up", "gate", "down")  # matrices: nothing below them holds a witness
+STACK = "each layer absorbed by its own certificate"  # decide/concrete.per_layer_stack
 
 
 def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]:
@@ -86,29 +87,37 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
             itself.append(from_block(block))
         return itself[0] if itself else None
 
-    def walk(node: Any, example: FloatBlock | None) -> None:
+    def walk(node: Any, example: FloatBlock | None, of: Block) -> None:
         if isinstance(node, dict):
+            if node.get("check") == STACK and of.layers is not None \
+                    and isinstance(node.get("per_layer"), list):
+                # each layer's own certificate, against that layer alone (equal layers
+                # compose to equal stacks)
+                for layer, part in zip(of.layers, node["per_layer"], strict=False):
+                    single = replace(of, depth=1, layers=(layer,))
+                    walk(part, from_block(single), single)
+                return
             if "example" in node and isinstance(node["example"], dict):
                 walk(node["example"].get("witness"),
-                     with_layers(block, node["example"]["layers"]))
+                     with_layers(of, node["example"]["layers"]), of)
             if node.get("kind") == "witness":
                 reference = example or own()
                 if reference is not None and "layers" in node:
-                    found.append((reference, plain_from_json(block, node["layers"])))
+                    found.append((reference, plain_from_json(of, node["layers"])))
                 elif reference is not None and node.get("check") == DOUBLES:
-                    found.append((reference, doubled(block, reference, node)))
+                    found.append((reference, doubled(of, reference, node)))
                 elif reference is not None and node.get("check") in CONSTRUCTIONS:
-                    found.append((reference, construction(block, reference)))
+                    found.append((reference, construction(of, reference)))
                 elif reference is not None and node.get("check") == FLIPS:
-                    found.append((reference, flipped(block, reference, node)))
+                    found.append((reference, flipped(of, reference, node)))
             for key, value in node.items():
                 if key != "example" and key not in _WEIGHTS:
-                    walk(value, example)
+                    walk(value, example, of)
         elif isinstance(node, list):
             for value in node:
-                walk(value, example)
+                walk(value, example, of)
 
-    walk(certificate, None)
+    walk(certificate, None, block)
     return found
 
 
