@@ -366,6 +366,26 @@ def test_a_small_bias_free_glu_block_gets_linear_neurons_and_its_min_width(
     assert [r["status"] for r in check.json()["certificates"]] == ["valid"] * 3
 
 
+def test_a_glu_refutation_at_m_answers_every_narrower_width(tmp_path, cli, monkeypatch):
+    """§5 refutes width 2 (no J); a plain block of width 1 padded with a zero neuron would be
+    one of width 2, so width 1 is refuted by the same certificate, which the checker accepts
+    at w ≤ m (and not above m)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.mlp").write_text(SMALL_GLU.format(skip="identity")
+                                    + "claim A is absorbable at width 1\n"
+                                      "claim A is absorbable at width 3\n", encoding="utf-8")
+    run = cli("--certificates", "certs", "--json", "a.mlp")
+    narrow, wide = run.json()["files"][0]["results"]
+    assert narrow["outcome"] == "refuted" and narrow["method"] == "§5 GLU sign flips", narrow
+    assert wide["outcome"] == "unknown", wide  # between m + 1 and m + rank S − 1
+    doc = json.loads((tmp_path / "certs" / f"a.mlp.{narrow['line']}.json").read_text())
+    assert verify(doc).status == "valid"
+    forged = json.loads((tmp_path / "certs" / f"a.mlp.{wide['line']}.json").read_text())
+    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
+    verdict = verify(forged)
+    assert verdict.status == "invalid" and "width at most m" in verdict.reason, verdict
+
+
 def test_the_exported_bias_free_glu_witnesses_are_the_block(tmp_path, cli, monkeypatch):
     """The flip witness at m and the linear-neuron witness at m + d, exported: no bias
     anywhere, and each computes the block."""

@@ -179,3 +179,40 @@ def test_the_exported_stack_computes_the_block(tmp_path, cli):
         z = h @ arrays[f"layer{n}.up"].T + arrays[f"layer{n}.up_bias"]
         h = (np.maximum(z, 0) ** 2) @ arrays[f"layer{n}.down"].T + arrays[f"layer{n}.down_bias"]
     assert np.abs(h - want).max() < 1e-9 * max(1.0, float(np.abs(want).max()))
+
+
+def test_a_biased_relu_stack_min_width_with_the_half_activation_bound_checks(tmp_path,
+                                                                           monkeypatch, cli):
+    """§9 below (r = d, small down weights) and each layer absorbed above by a large-block
+    construction (MAX_EXACT_COST lowered so that d = 6 counts as large): the bias gate accepts
+    the half-activation refutation under a stack of per-layer certificates (review finding:
+    it wanted nothing below, a false alarm)."""
+    import random
+
+    from absorb_formal.decide import concrete
+
+    monkeypatch.setattr(concrete, "MAX_EXACT_COST", 0)
+    rng = random.Random(1)
+    d = 6
+
+    def mat(rows: int, cols: int, entry) -> str:  # noqa: ANN001 - an entry maker
+        return "[" + ", ".join("[" + ", ".join(entry() for _ in range(cols)) + "]"
+                               for _ in range(rows)) + "]"
+
+    def vec(n: int) -> str:
+        return "[" + ", ".join(str(rng.randint(-2, 2)) for _ in range(n)) + "]"
+
+    up = lambda: str(rng.randint(-3, 3) or 1)  # noqa: E731
+    down = lambda: f"{rng.randint(-3, 3) or 1}/100000"  # noqa: E731
+    layers = "\n".join(f"    layer {k} {{ up = {mat(d, d, up)} up_bias = {vec(d)} "
+                       f"down = {mat(d, d, down)} down_bias = {vec(d)} }}" for k in (1, 2))
+    text = (f"block B {{\n    activation relu\n    dim {d}  width {d}  depth 2  bias\n"
+            f"{layers}\n}}\n")
+    results, docs = decided(tmp_path, cli, text, f"claim min width of B is {2 * d}\n")
+    assert results[0]["outcome"] != "unknown" or results[0].get("min_width_bounds"), results
+    cert = docs[0]["certificate"]
+    below = cert.get("below")
+    assert below is not None and below["kind"] == "half-activation bound", cert
+    above = cert["witness"] if cert["kind"] == "minimal width" else cert["above"]
+    assert above["check"] == "each layer absorbed by its own certificate", above
+    assert verify(docs[0]).status == "valid", verify(docs[0]).reason

@@ -182,14 +182,15 @@ def _bias_ok(doc: dict[str, Any]) -> bool:
 
 def _stack_ok(doc: dict[str, Any]) -> bool:
     """A stack of per-layer certificates (docs/rules.md §8.4), alone or as the upper end of a
-    min width or its bounds with nothing below: each layer's certificate must be one this gate
-    accepts for a biased depth-1 block, as that layer's own claim."""
+    min width or its bounds whose lower end is none or the §9 half-activation bound (which
+    checker/half.py re-derives with biases, any depth): each layer's certificate must be one
+    this gate accepts for a biased depth-1 block, as that layer's own claim."""
     cert = doc["certificate"]
     kind = cert.get("kind")
     if kind in ("minimal width", "minimal width bounds"):
-        above = cert["witness" if kind == "minimal width" else "above"]
-        return cert["below"] is None and isinstance(above, dict) and _stack_ok(
-            dict(doc, certificate=above))
+        above, below = cert["witness" if kind == "minimal width" else "above"], cert["below"]
+        return (below is None or (isinstance(below, dict) and below.get("kind") == half.KIND)) \
+            and isinstance(above, dict) and _stack_ok(dict(doc, certificate=above))
     parts = cert.get("per_layer")
     claim = dict(doc["claim"], kind="absorbable", modality="")
     return (kind == "witness" and cert.get("check") == LAYERS_CHECK
@@ -918,7 +919,8 @@ def _glu_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> 
     c = q(cert["c"])
     require(act["gated"] and lemmas.holds(act, "OgN", c),
             "Og(c) with sigma - c analytic and non-polynomial (§5) is not re-proved")
-    require(block["depth"] == 1 and width == block["width"], "§5: depth 1, own width")
+    # at w < m too: a plain block of width w < m padded with zero neurons is one of width m
+    require(block["depth"] == 1 and width <= block["width"], "§5: depth 1, width at most m")
     layer = block["layers"][0]
     gate, up, down = (exact.mat(layer[n]) for n in ("gate", "up", "down"))
     keys = set()

@@ -183,6 +183,8 @@ def glu_at(block: Block, at_own: Decision, size: int) -> Decision:
         return replace(at_own, certificate=certificate, witness=stack)
     if size == block.width and at_own.absorbable is not None:
         return at_own
+    if at_own.absorbable is False and size < block.width:  # a witness at w < m is one at m
+        return at_own
     above = construction_above(block, size)  # §8's linear neurons (glu: gate row 0, σ(0) = ½)
     if above is not None:
         return above
@@ -432,6 +434,7 @@ def _bounded(block: Block, cf: CanonicalForm, upper: int, stall: int,
 
 
 FLIPS_AND_CONSTRUCTION = "§8.2 flip sets + §8 constructions"
+GLU_AND_CONSTRUCTION = "§5 GLU sign flips + §8 linear neurons"
 
 
 def construction_minimal_width(block: Block) -> MinWidth:
@@ -450,6 +453,9 @@ def construction_minimal_width(block: Block) -> MinWidth:
         hi, above = block.width, own.certificate
     if own is None or own.absorbable is None:
         method, how = large.METHOD_GATED, "a construction above; no lower-bound rule here"
+    elif not block.biased:  # glu: §5's condition at m, §8's linear neurons above
+        method, how = GLU_AND_CONSTRUCTION, ("§5's sign flips at the own width below, linear "
+                                             "neurons above")
     else:
         method, how = FLIPS_AND_CONSTRUCTION, ("§8.2 flip sets at the own width below, a §8 "
                                                "construction above")
