@@ -20,6 +20,10 @@ reading and the cross-check:
 - glu-skip: a glu block whose learnable skip is S = −d_j u_jᵀ (read with `skip load`):
   absorbable, J = {j}.
 
+glu without biases (§5's condition, the same rule with zero biases), same weights:
+- glu-free: S = I: not absorbable at width m;
+- glu-free-skip: S = −d_j u_jᵀ from a file: absorbable, J = {j}.
+
 Run: python -m benchmarks.bench_unique [NAME ...]. Prints one markdown row per instance.
 """
 
@@ -87,7 +91,17 @@ claim B is absorbable
 """
 
 
-def flip_block(folder: Path, act: str, plant: str | None = None) -> str:
+BIAS_FREE = """block B {{
+    activation {act}  dim {d}  width {m}  skip {skip}
+    up   = load("w.npz", "up")
+    down = load("w.npz", "down")
+    gate = load("w.npz", "gate")
+}}
+claim B is absorbable
+"""
+
+
+def flip_block(folder: Path, act: str, plant: str | None = None, biased: bool = True) -> str:
     d, m, i, j = 768, 3072, 2, 4
     rng = np.random.default_rng(4)
 
@@ -113,6 +127,8 @@ def flip_block(folder: Path, act: str, plant: str | None = None) -> str:
     np.savez(folder / "w.npz", **found)
     gate = ('\n    gate = load("w.npz", "gate")   gate_bias = load("w.npz", "g")'
             if gated else "")
+    if not biased:
+        return BIAS_FREE.format(act=act, d=d, m=m, skip=skip)
     return BIASED.format(act=act, d=d, m=m, skip=skip, gate=gate)
 
 
@@ -120,7 +136,9 @@ CASES = {"ffn-skip": ffn_skip, "gpt2-planted": lambda f: planted(f, 1.0),
          "gpt2-twice": lambda f: planted(f, 2.0), "int64": int64,
          "swiglu": lambda f: flip_block(f, "swiglu"), "relu2": lambda f: flip_block(f, "relu^2"),
          "swiglu-pair": lambda f: flip_block(f, "swiglu", "pair"),
-         "glu-skip": lambda f: flip_block(f, "glu", "skip")}
+         "glu-skip": lambda f: flip_block(f, "glu", "skip"),
+         "glu-free": lambda f: flip_block(f, "glu", biased=False),
+         "glu-free-skip": lambda f: flip_block(f, "glu", "skip", biased=False)}
 
 
 def timed(args: list[str], cwd: Path) -> tuple[float, str]:
