@@ -278,8 +278,9 @@ def test_shared_keys_dead_neurons_and_other_widths_stay_unknown(tmp_path):
     block = spec.blocks["B"]
     assert concrete.at_width(block, 1).absorbable is None  # below the own width: not §8.2's
     assert concrete.at_width(block, 3).absorbable is True  # a width-2 witness fits in 3
-    stack = replace(block, depth=2, layers=block.layers * 2)
-    assert concrete.at_width(stack, 2).absorbable is None
+    stack = replace(block, depth=2, layers=block.layers * 2)  # each layer absorbable at 2 alone
+    assert concrete.at_width(stack, 2).absorbable is True  # so the stack (per-layer certificates)
+    assert concrete.at_width(stack, 1).absorbable is None
     assert decide(spec, spec.statements[0]).outcome == PROVED
     dead = [dict(r2[0]), dict(r2[1], d=[F(0)])]
     spec, _ = _spec(tmp_path, "relu^2", dead, [[F(1)]])

@@ -16,10 +16,12 @@ from absorb_formal.numeric.crosscheck import (
     DOUBLES,
     FLIPS,
     MIN_POINTS,
+    STACK,
     TOLERANCE,
     construction,
     doubled,
     flipped,
+    pairs,
 )
 from absorb_formal.numeric.floatblock import from_block, plain_from_json
 from absorb_formal.result import PROVED, REFUTED
@@ -84,6 +86,14 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path, corpus
                 plain = construction(block, from_block(block))
                 assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
+                continue
+            if witness.get("check") == STACK:  # a certificate per layer, each vs its layer
+                layers = pairs(block, witness)
+                assert len(layers) == block.depth, witness
+                for reference, plain in layers:
+                    engine = NumpyBackend()
+                    assert np.allclose(engine.evaluate(plain, x), engine.evaluate(reference, x),
+                                       rtol=1e-9, atol=1e-9)
                 continue
             plain = plain_from_json(block, witness["layers"])  # algebraic entries too
             assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
