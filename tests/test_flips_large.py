@@ -157,9 +157,13 @@ def test_a_generic_biased_block_is_refuted_at_its_own_width_and_below(tmp_path, 
                     f"claim Big is absorbable\nclaim Big is absorbable at width {M - 1}\n")
     assert [r["outcome"] for r in results] == ["refuted", "refuted"], results
     assert results[0]["method"] == flips_large.METHOD
-    for path, doc in checked(tmp_path, 2):
+    assert results[1]["method"] == flips_large.KEY_METHOD  # below m: m keys need m neurons
+    for n, (path, doc) in enumerate(checked(tmp_path, 2)):
         cert = doc["certificate"]
-        assert cert["kind"] == unique_subset.REFUTATION and "neuron" in cert
+        if n == 0:
+            assert cert["kind"] == unique_subset.REFUTATION and "neuron" in cert
+        else:
+            assert cert["kind"] == "key count" and cert["keys"] == M, cert
         assert cert["rule"] == flips_large.RULES[
             "relu^2" if act == "relu^2" else "Og(c)" if act == "glu" else "gated O(a)+N"]
         every_leaf_is_checked(path, doc)
@@ -366,22 +370,78 @@ def test_a_small_bias_free_glu_block_gets_linear_neurons_and_its_min_width(
     assert [r["status"] for r in check.json()["certificates"]] == ["valid"] * 3
 
 
+@pytest.mark.parametrize(("act", "plant"), [("swiglu", "pair"), ("relu^2", "pair"),
+                                           ("glu", "pair"), ("glu", None)])
+def test_the_key_count_refutes_below_m_and_decides_the_min_width(tmp_path, cli, monkeypatch,
+                                                                 act, plant):
+    """Every neuron alive and alone on its key: a plain block equal to B has a neuron on each
+    of the m keys (§8.2's only-if), so widths below m are refuted — for a block absorbable at
+    m too — and with the flip witness at m the min width is m exactly."""
+    bias = act != "glu" or plant is None
+    results = prove(tmp_path, cli, monkeypatch, spec(tmp_path, act, D, M, plant, bias=bias),
+                    f"claim Big is absorbable at width {M - 1}\nclaim min width of Big is {M}\n")
+    assert results[0]["outcome"] == "refuted" and results[0]["method"] == flips_large.KEY_METHOD
+    if plant is not None:
+        assert results[1]["outcome"] == "proved", results[1]
+    for path, doc in checked(tmp_path, 2 if plant is not None else 1):
+        every_leaf_is_checked(path, doc)
+
+
+def test_a_forged_key_count_is_invalid(tmp_path, cli, monkeypatch):
+    """At or above m, with another key count, or on a block whose keys are shared."""
+    prove(tmp_path, cli, monkeypatch, spec(tmp_path, "relu^2", D, M),
+          f"claim Big is absorbable at width {M - 1}\nclaim Big is absorbable\n")
+    path, doc = doc_at(tmp_path, 0)
+    read = weights(path, doc)
+    assert verify(doc, read).status == "valid"
+    for field, value in (("keys", M - 1), ("width", M), ("rule", "§8.2 Og(c)"),
+                         ("constant", "2")):
+        forged = copy.deepcopy(doc)
+        forged["certificate"][field] = value
+        assert verify(forged, read).status == "invalid", (field, value)
+    at_m_path, at_m = doc_at(tmp_path, 1)
+    forged = copy.deepcopy(at_m)
+    forged["certificate"] = dict(doc["certificate"], width=M)
+    assert verify(forged, weights(at_m_path, forged)).status == "invalid"
+    found = arrays("relu^2", D, M, None)
+    found["up"][P2], found["b"][P2] = 2 * found["up"][P1], 2 * found["b"][P1]  # one key
+    other = tmp_path / "other"
+    other.mkdir()
+    np.savez(other / "w.npz", **found)
+    results = prove(other, cli, monkeypatch, (tmp_path / "big.mlp").read_text().split(
+        "claim")[0], f"claim Big is absorbable at width {M - 1}\n")
+    assert results[0]["outcome"] != "refuted" or results[0]["method"] != flips_large.KEY_METHOD
+    other_path, shared = doc_at(other, 0)
+    forged = copy.deepcopy(shared)
+    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
+    verdict = verify(forged, weights(other_path, forged))
+    assert verdict.status == "invalid" and "residue key" in verdict.reason, verdict
+
+
 def test_a_glu_refutation_at_m_answers_every_narrower_width(tmp_path, cli, monkeypatch):
-    """§5 refutes width 2 (no J); a plain block of width 1 padded with a zero neuron would be
-    one of width 2, so width 1 is refuted by the same certificate, which the checker accepts
-    at w ≤ m (and not above m)."""
+    """§5 refutes width m = 2 (no J); a plain block of width 1 padded with a zero neuron would
+    be one of width 2, so the checker accepts that certificate at width 1 too (the prover
+    answers width 1 by the key count), and not at width 3."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.mlp").write_text(SMALL_GLU.format(skip="identity")
-                                    + "claim A is absorbable at width 1\n"
+                                    + "claim A is absorbable\n"
+                                      "claim A is absorbable at width 1\n"
                                       "claim A is absorbable at width 3\n", encoding="utf-8")
     run = cli("--certificates", "certs", "--json", "a.mlp")
-    narrow, wide = run.json()["files"][0]["results"]
-    assert narrow["outcome"] == "refuted" and narrow["method"] == "§5 GLU sign flips", narrow
+    own, narrow, wide = run.json()["files"][0]["results"]
+    assert own["outcome"] == "refuted" and own["method"] == "§5 GLU sign flips", own
+    assert narrow["outcome"] == "refuted" and narrow["method"] == flips_large.KEY_METHOD
     assert wide["outcome"] == "unknown", wide  # between m + 1 and m + rank S − 1
-    doc = json.loads((tmp_path / "certs" / f"a.mlp.{narrow['line']}.json").read_text())
-    assert verify(doc).status == "valid"
-    forged = json.loads((tmp_path / "certs" / f"a.mlp.{wide['line']}.json").read_text())
-    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
+
+    def doc(result: dict) -> dict:
+        return json.loads((tmp_path / "certs" / f"a.mlp.{result['line']}.json").read_text())
+
+    refutation = doc(own)["certificate"]
+    moved = doc(narrow)
+    moved["certificate"] = refutation
+    assert verify(moved).status == "valid"
+    forged = doc(wide)
+    forged["outcome"], forged["certificate"] = "refuted", refutation
     verdict = verify(forged)
     assert verdict.status == "invalid" and "width at most m" in verdict.reason, verdict
 

@@ -245,7 +245,26 @@ def check_flip_refutation(block: dict[str, Any], skip: list[list[Fraction]], wid
     n = _flip_common(block, layers, cert, rule)
     require(width <= n.m == _whole(cert["width"], "width"),
             "§8.2 refutes the own width (stored) and narrower ones only")
-    p = _prime(cert)
+    _alone(n, _prime(cert))
+    _conclusion(cert, n.m, lambda q: _flip_system(skip, n, rule, q),
+                lambda flips: _flip_failure(skip, n, rule, flips))
+
+
+def check_flip_key_count(block: dict[str, Any], width: int, layers: Layers,
+                         cert: dict[str, Any], rule: tuple[str, Fraction, bool]) -> None:
+    """§8.2's only-if at any width (docs/rules.md §8.2, "Key count"): every neuron alive and
+    alone on its key, so a plain block equal to B puts a neuron on each of the m keys: none
+    of width w < m absorbs B."""
+    n = _flip_common(block, layers, cert, rule)
+    require(_whole(cert["keys"], "keys") == n.m, f"the block has {n.m} keys, not {cert['keys']}")
+    require(_whole(cert["width"], "width") == width < n.m,
+            f"the key count refutes widths below {n.m} only")
+    _alone(n, _prime(cert))
+
+
+def _alone(n: _Neurons, p: int) -> None:
+    """Every neuron alive (D's column non-zero; gated: (u_i, β_i) ≠ 0) and alone on its key:
+    the key rows (relu² [u_i | β_i], gated [g_i | γ_i]) on pairwise different lines mod p."""
     require(bool(n.down.nonzero().any(axis=0).all()), "a column of D is 0: a dead neuron")
     if n.gate is None:
         keyed, offsets = n.up, n.beta
@@ -255,8 +274,6 @@ def check_flip_refutation(block: dict[str, Any], skip: list[list[Fraction]], wid
         keyed, offsets = n.gate, n.gamma
     require(affine_keys_distinct(keyed, offsets, p),
             f"two key rows share a residue key mod {p} (or a row is 0): keys not distinct")
-    _conclusion(cert, n.m, lambda q: _flip_system(skip, n, rule, q),
-                lambda flips: _flip_failure(skip, n, rule, flips))
 
 
 def _flip_system(skip: list[list[Fraction]], n: _Neurons, rule: tuple[str, Fraction, bool],

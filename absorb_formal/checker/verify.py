@@ -209,8 +209,8 @@ def _flips_ok(doc: dict[str, Any]) -> bool:
 def _flip_part(cert: dict[str, Any] | None) -> bool:
     """A §8.2 flip witness or subset refutation (checked by checker/flips.py, biases kept), or
     one at scale (checker/unique_subset.py, `unique subset solution` or its flips witness)."""
-    if isinstance(cert, dict) and unique_subset.flip_rule(cert):  # §8.2 at scale
-        return cert.get("kind") == unique_subset.KIND or (
+    if isinstance(cert, dict) and unique_subset.flip_rule(cert):  # §8.2 at scale, key count
+        return cert.get("kind") in (unique_subset.KIND, "key count") or (
             cert.get("kind") == "witness" and cert.get("check") == unique_subset.CHECK)
     if not isinstance(cert, dict) or cert.get("section") != flips.SECTION:
         return False
@@ -592,13 +592,17 @@ def _weights(block: dict[str, Any], layers: modular.Layers | None) -> modular.La
 
 def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
                       layers: modular.Layers | None) -> None:
-    if cert["kind"] == unique_subset.KIND and unique_subset.flip_rule(cert):  # §8.2 at scale
-        from .files import FileError
+    if cert["kind"] in (unique_subset.KIND, "key count") and unique_subset.flip_rule(cert):
+        from .files import FileError  # §8.2 at scale, or its key count at any size
 
         try:
-            unique_subset.check_flip_refutation(
-                block, [list(r) for r in exact.skip_rows(block)], width,
-                _weights(block, layers), cert, flips.rule(block["activation"]))
+            if cert["kind"] == "key count":
+                unique_subset.check_flip_key_count(block, width, _weights(block, layers), cert,
+                                                   flips.rule(block["activation"]))
+            else:
+                unique_subset.check_flip_refutation(
+                    block, [list(r) for r in exact.skip_rows(block)], width,
+                    _weights(block, layers), cert, flips.rule(block["activation"]))
         except FileError as error:  # a denominator divisible by p: no residue
             raise Invalid(str(error)) from error
         return

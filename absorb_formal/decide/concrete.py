@@ -176,6 +176,9 @@ def construction_above(block: Block, size: int) -> Decision | None:
 
 
 def glu_at(block: Block, at_own: Decision, size: int) -> Decision:
+    counted = flips_large.key_count(block, size)  # below m: m distinct keys need m neurons
+    if counted is not None:
+        return counted
     if at_own.absorbable is True and size >= block.width:
         assert at_own.witness is not None
         stack = tuple(pad(layer, size) for layer in at_own.witness)
@@ -342,7 +345,11 @@ def biased_at_width(block: Block, size: int) -> Decision:
 def flip_sets(block: Block, size: int) -> Decision | None:
     """§8.2 at width `size`: at scale (`flips_large`, the unique solution mod q) for blocks
     over the exact-work limit, and first for those whose exact system is large (routing by
-    cost); else, or when it leaves the width open, the exact subset search (`flips`)."""
+    cost); else, or when it leaves the width open, the exact subset search (`flips`). Below m,
+    the key count (`flips_large.key_count`) first."""
+    counted = flips_large.key_count(block, size)
+    if counted is not None:
+        return counted
     if too_large(block) or flips_large.costly(block):
         found = flips_large.decide(block, size)
         own = flips_large.own_width(block) if found is not None else None
@@ -446,6 +453,9 @@ def construction_minimal_width(block: Block) -> MinWidth:
     found = large.bounds(block)
     lo, hi, below, above = found.lo, found.hi, found.below, found.above
     own = own_flip_width(block)
+    counted = flips_large.key_count(block, block.width - 1)  # distinct keys: at least m
+    if counted is not None:
+        lo, below = block.width, counted.certificate
     if own is not None and own.absorbable is False:
         lo, below = block.width + 1, own.certificate
     elif own is not None and own.absorbable is True and block.width < hi:

@@ -47,6 +47,7 @@ from . import flips, large, modular, unique_subset
 from .decision import Decision, undecided
 
 METHOD = "§8.2 flip sets + unique solution mod q"
+KEY_METHOD = "§8.2 key count"
 SECTION = "§8.2"
 RULES = {"relu^2": "§8.2 relu^2", "gated O(a)+N": "§8.2 gated O(a)+N", "Og(c)": "§8.2 Og(c)"}
 # The small path (flips.py, an exact subset search over m terms of d³ + d² entries) is left
@@ -90,6 +91,9 @@ def decide(block: Block, size: int) -> Decision | None:
     undecided with the reason; None when the rule does not apply at all."""
     if not applies(block):
         return None
+    counted = key_count(block, size)  # below m: the only-if alone, no system to solve
+    if counted is not None:
+        return counted
     own = own_width(block)
     m = block.width
     if own is None:
@@ -103,6 +107,27 @@ def decide(block: Block, size: int) -> Decision | None:
     if own.absorbable is None and size != m:
         return undecided(f"§8.2 leaves the own width {m} open ({own.reason})")
     return own
+
+
+def key_count(block: Block, size: int) -> Decision | None:
+    """Not absorbable at width size < m when every neuron is alive and alone on its key
+    (§8.2's only-if: the non-polynomial parts of distinct keys are independent, so a plain
+    block equal to B has a neuron on each of its m keys); None otherwise. Any size: the test
+    is O(m·d) residues, as for the refutation at m."""
+    if not applies(block) or size >= block.width:
+        return None
+    rule = flips.rule_for(block)
+    assert rule is not None
+    if alone(block, rule):
+        return None
+    m = block.width
+    return Decision(False, KEY_METHOD, {
+        "kind": "key count", "rule": RULES[rule.name], "constant": str(rule.value),
+        "prime": large.PRIME, "keys": m, "width": size,
+        "argument": "every neuron is alive and its key row has its own residue key mod prime "
+                    "(distinct keys); a plain block equal to B needs a neuron on each of the "
+                    "m keys, so none of width below m exists"},
+        detail=f"{m} keys need {m} neurons")
 
 
 def own_width(block: Block) -> Decision | None:
