@@ -266,9 +266,21 @@ def find_witness(block: Block, width: int | None, engine: str = "theory",
     if decision.witness is None:
         raise ExportError(f"block {block.name} is absorbable at width {width} "
                           f"[{decision.method}], but the decision holds no rational witness "
-                          "to export (an algebraic witness, or a large block proved "
-                          "absorbable without one)")
+                          f"to export ({_why_no_witness(decision)})")
     return Witness(block, width, decision, decision.witness, note)
+
+
+def _why_no_witness(decision: Decision) -> str:
+    """Why a proved decision carries no exact layers: a layer of a stack absorbed by linear
+    neurons whose σ(γ) is irrational (silu(1), gelu(1)), or else an algebraic witness or a
+    large block proved without one."""
+    parts = (decision.certificate or {}).get("per_layer") or []
+    for n, part in enumerate(parts, start=1):
+        if isinstance(part, dict) and part.get("check") == large.LINEAR:
+            return (f"layer {n}'s linear neurons have the down weights p/σ(γ) with "
+                    f"σ(γ) = {part.get('sigma_gamma')}, which is not rational; the layer "
+                    "alone exports, as the rounded construction")
+    return "an algebraic witness, or a large block proved absorbable without one"
 
 
 def _too_wide(decision: Decision) -> bool:

@@ -227,6 +227,35 @@ def test_every_semantic_error_in_a_file_is_reported(tmp_path):
     assert [d.pos.line for d in caught.value.diagnostics] == [1, 2, 3]
 
 
+def test_expectation_errors_are_reported_with_the_other_errors(tmp_path):
+    """A `# expect:` typo is read from the text alone, so a file with other errors reports it
+    too (it used to show only once the rest was fixed)."""
+    text = ("block B { activation relu dim 0 width 2 }\n"
+            "claim B is never absorbable   # expect: refute\n")
+    with pytest.raises(SpecError) as caught:
+        load_text(text, "s.mlp", tmp_path)
+    found = [(d.pos.line, d.message) for d in caught.value.diagnostics]
+    assert [line for line, _ in found] == [1, 2], found
+    assert "did you mean 'refuted'" in found[1][1]
+
+
+@pytest.mark.parametrize(("closer", "hinted"), [("}", True), ("  }", False)])
+def test_a_layer_missing_its_brace_is_named(tmp_path, closer, hinted):
+    """The '}' aligned with 'block' closed layer 2 instead: the message says so; a '}'
+    indented like a layer's closes it as written, and no hint is given."""
+    text = ("block G { activation relu dim 1 width 1 depth 2\n"
+            "  layer 1 { up = [[1]] down = [[1]] }\n"
+            "  layer 2 { up = [[1]] down = [[1]]\n"
+            f"{closer}\n"
+            "claim G is absorbable\n")
+    with pytest.raises(SpecError) as caught:
+        load_text(text, "s.mlp", tmp_path)
+    [message] = [d.message for d in caught.value.diagnostics]
+    assert message.startswith("block 'G' opened at 1:1 is not closed"), message
+    hint = f"(the '}}' at 4:{len(closer)} closes layer 2, opened at 3:3: is that layer's"
+    assert (hint in message) == hinted, message
+
+
 def test_an_error_stops_the_whole_file_but_not_the_others(cli, tmp_path):
     (tmp_path / "a.mlp").write_text("block R { activation relu dim 0 width 1 }\n"
                                     "block F { activation relu dim 2 width 2 }\n"

@@ -216,3 +216,12 @@ def test_a_biased_relu_stack_min_width_with_the_half_activation_bound_checks(tmp
     above = cert["witness"] if cert["kind"] == "minimal width" else cert["above"]
     assert above["check"] == "each layer absorbed by its own certificate", above
     assert verify(docs[0]).status == "valid", verify(docs[0]).reason
+
+
+def test_a_stack_with_an_irrational_layer_witness_says_why_it_does_not_export(tmp_path, cli):
+    spec = tmp_path / "s.mlp"
+    spec.write_text(stack("swiglu", True) + "claim B is absorbable at width 4\n",
+                    encoding="utf-8")
+    run = cli("export", spec, "B", "--width", "4", "--out", tmp_path / "free.npz")
+    assert run.code == 2 and "σ(γ) = silu(1), which is not rational" in run.err, run.err
+    assert not (tmp_path / "free.npz").exists()

@@ -362,3 +362,10 @@ def test_a_checkpoint_without_mlp_is_exit_2_and_writes_nothing(cli, tmp_path):
     assert run.code == 2 and "no MLP sublayer found" in run.err, run.err
     assert "attention" in run.out
     assert not (tmp_path / "out" / "s.mlp").exists() and not (tmp_path / "free").exists()
+
+
+def test_no_mlp_prints_no_empty_table(cli, tmp_path):
+    _save(tmp_path / "model.safetensors",
+          {"encoder.layer.0.attention.query.weight": np.ones((3, 3), np.float32)})
+    run = cli("scan", tmp_path)
+    assert run.code == 2 and "NAME" not in run.out and "skipped:" in run.out, run.out

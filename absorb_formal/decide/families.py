@@ -49,7 +49,7 @@ def facts(block: Block, size: int) -> Facts:
             out.set("always", False, half_activation.METHOD, half)
     if not out.truth and not out.reason:
         out.reason = BIASED if block.biased else (
-            f"no rule of docs/rules.md §3–4 covers {block.activation} families of depth "
+            f"no rule of docs/rules.md covers {block.activation} families of depth "
             f"{block.depth} at width {size}")
     return out
 

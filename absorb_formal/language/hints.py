@@ -93,10 +93,12 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return f"did you mean '{found[0]}'?" if found else ""
 
 
-def open_sections(text: str, end: int) -> list[tuple[str, Pos]]:
+def open_sections(text: str, end: int,
+                  closed: list[tuple[str, Pos, Pos]] | None = None) -> list[tuple[str, Pos]]:
     """The `{ ... }` sections still open at offset `end` of `text`, outermost first, each as
     its description ("block 'R'", "layer 2 of block 'R'") and the position of its opening
-    word. Comments and strings are skipped; braces are counted as written."""
+    word. Comments and strings are skipped; braces are counted as written. `closed`, when
+    given, receives each section a `}` closed: (description, opened at, closed at)."""
     stack: list[tuple[str, Pos]] = []
     words: list[tuple[str, int]] = []  # the last few words and their offsets
     i = 0
@@ -122,7 +124,11 @@ def open_sections(text: str, end: int) -> list[tuple[str, Pos]]:
             words = []
         elif ch == "}":
             if stack:
-                stack.pop()
+                what, opened = stack.pop()
+                if closed is not None:
+                    before = text[:i]
+                    closed.append((what, opened, Pos(before.count("\n") + 1,
+                                                     i - (before.rfind("\n") + 1) + 1)))
             words = []
         elif not ch.isspace():
             words = []
@@ -150,8 +156,16 @@ def _section(text: str, words: list[tuple[str, int]],
 def unclosed(text: str, end: int, layer_only: bool = False) -> str | None:
     """`block 'R' opened at 3:1 is not closed` for the innermost section open at `end`
     (with `layer_only`, only when that section is a layer)."""
-    stack = open_sections(text, end)
+    closed: list[tuple[str, Pos, Pos]] = []
+    stack = open_sections(text, end, closed)
     if not stack or (layer_only and not stack[-1][0].startswith("layer ")):
         return None
     what, where = stack[-1]
-    return f"{what} opened at {where.line}:{where.column} is not closed"
+    said = f"{what} opened at {where.line}:{where.column} is not closed"
+    if what.startswith("block ") and closed and closed[-1][0].startswith("layer ") \
+            and closed[-1][2].column == where.column:
+        # a '}' aligned with 'block' was meant for the block: it closed a layer instead
+        layer, opened, at = closed[-1]
+        said += (f" (the '}}' at {at.line}:{at.column} closes {layer.split(' of ')[0]}, "
+                 f"opened at {opened.line}:{opened.column}: is that layer's '}}' missing?)")
+    return said

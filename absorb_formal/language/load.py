@@ -107,8 +107,16 @@ def check_expectations(spec: Spec, outcomes: dict[int, str], text: str) -> None:
 
 
 def load_text(text: str, path: str, folder: Path) -> Spec:
-    """Parse and validate spec text; `folder` anchors relative `load(...)` paths."""
-    spec = validate(parse_text(text, path), path, folder, text)
+    """Parse and validate spec text; `folder` anchors relative `load(...)` paths. A file with
+    errors reports its `# expect:` comments' errors too (they are read from the text alone)."""
+    try:
+        spec = validate(parse_text(text, path), path, folder, text)
+    except SpecError as error:
+        try:
+            expectations(text, path)
+        except SpecError as more:
+            raise SpecError(error.diagnostics + more.diagnostics, text) from None
+        raise
     outcomes, notes, slow = expectations(text, path)
     check_expectations(spec, outcomes, text)
     return replace(spec, expectations=outcomes, notes=notes, slow_lines=slow)

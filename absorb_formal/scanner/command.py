@@ -248,7 +248,7 @@ def table(report: ScanReport) -> str:
              f"{a.seconds:.1f}") for a in report.blocks]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-           for row in [head, *rows]]
+           for row in ([head, *rows] if rows else [])]  # no sublayer: no empty table
     for answer in report.blocks:
         if answer.reason:
             out.append(f"  {answer.block.where}: {answer.reason}")
