@@ -276,7 +276,8 @@ def test_shared_keys_dead_neurons_and_other_widths_stay_unknown(tmp_path):
     r2 = [{"u": [F(1)], "b": F(1), "d": [F(-1, 4)]}, {"u": [F(1)], "b": F(-1), "d": [F(1, 4)]}]
     spec, _ = _spec(tmp_path, "relu^2", r2, [[F(1)]])
     block = spec.blocks["B"]
-    assert concrete.at_width(block, 1).absorbable is None  # below the own width: not §8.2's
+    below = concrete.at_width(block, 1)  # below the own width: the key count (two keys)
+    assert below.absorbable is False and below.method == "§8.2 key count", below
     assert concrete.at_width(block, 3).absorbable is True  # a width-2 witness fits in 3
     stack = replace(block, depth=2, layers=block.layers * 2)  # each layer absorbable at 2 alone
     assert concrete.at_width(stack, 2).absorbable is True  # so the stack (per-layer certificates)
