@@ -112,6 +112,31 @@ def test_every_non_prose_field_of_a_stored_certificate_is_checked():
     assert survivors() == []
 
 
+def test_an_integer_field_is_not_read_as_a_nearby_value():
+    """An integer leaf given as x + 0.5 is another value: int() would have read it as x (a
+    float or bool equal to x, 2.0 or True for 1, is the same value and may compare equal)."""
+    docs = dict(documents())
+    found = [(name, path) for name, doc in docs.items() for path, how in
+             leaves(doc["certificate"]) if how == "change" and path
+             and type(_get(doc["certificate"], path)) is int]
+    assert len(found) > 200
+    for name, path in found:
+        value = _get(docs[name]["certificate"], path)
+        for fake in (value + 0.5,):
+            broken = copy.deepcopy(docs[name])
+            node = broken["certificate"]
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = fake
+            assert verify(broken).status == "invalid", (name, path, fake)
+
+
+def _get(node: Any, path: Path_) -> Any:
+    for key in path:
+        node = node[key]
+    return node
+
+
 def test_the_mutations_cover_every_certificate_kind():
     kinds = {doc["certificate"]["kind"] for _, doc in documents()}
     assert {"witness", "minimal width", "subset search", "lemma + direction", "rule",

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import modlu
-from .exact import q
+from .exact import q, whole
 from .modular import Layers
 from .spare import require  # raises spare.Invalid: a construction witness that does not hold
 
@@ -50,13 +50,13 @@ def check(block: dict[str, Any], width: int, cert: dict[str, Any],
             and neurons == sorted(set(neurons)) and all(0 <= i < m for i in neurons),
             "the neurons are not increasing indices below m")
     require(len(neurons) == d, f"doubles need d = {d} neurons, {len(neurons)} are listed")
-    p = int(cert["prime"])
+    p = whole(cert["prime"])
     require(modlu.usable(p), f"{p} is not a prime the exact LU works with")
     # only the listed rows are read: another row's denominator cannot refuse the certificate
     rows = np.array([up.residues(p, i) for i in neurons], dtype=np.int64).reshape(d, d)
     det = modlu.det_mod(rows, p)
     require(det != 0, f"the listed rows of U are dependent mod {p}")
-    require(det == int(cert["det_mod_p"]), "the stored determinant is wrong")
-    size = int(cert["width"])
+    require(det == whole(cert["det_mod_p"]), "the stored determinant is wrong")
+    size = whole(cert["width"])
     require(size == m + d, "the width is not m + d")
     require(size <= width, f"the witness has width {size} > {width}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+import re
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -213,3 +215,17 @@ def skip_rank(block: dict[str, Any]) -> int:
 def skip_is_zero(block: dict[str, Any]) -> bool:
     skip = _skip(block)
     return q(skip["scale"]) == 0 if "scale" in skip else is_zero(mat(skip["matrix"]))
+
+
+_INTEGER_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def whole(value: Any, what: str = "an integer field") -> int:
+    """An integer field of a certificate, exactly: a JSON integer (a bool, 1.5 or 2.0 is not
+    one) or its canonical decimal text. Anything else is malformed (ValueError) — int() would
+    read 1.5 as 1, True as 1, and accept a value the certificate never meant."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
+        return int(value)
+    raise ValueError(f"{what} is not an integer: {value!r}")

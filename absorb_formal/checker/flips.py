@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import exact, lemmas
-from .exact import Rows, Vec, q
+from .exact import Rows, Vec, q, whole
 
 SECTION = "§8.2"
 CHECK = "§8.2 flip identity"
@@ -98,7 +98,7 @@ def _common(block: dict[str, Any], cert: dict[str, Any]) -> tuple[str, Fraction,
 def witness(block: dict[str, Any], plain: dict[str, Any], cert: dict[str, Any]) -> None:
     name, value, _ = _common(block, cert)
     m = block["width"]
-    flips = {int(j) - 1 for j in cert["J"]}
+    flips = {whole(j) - 1 for j in cert["J"]}
     require(all(0 <= j < m for j in flips) and len(flips) == len(cert["J"]), "J is not a set "
                                                                              "of neurons")
     require(len(plain["up"]) == m, "the flipped block has the block's own width")
@@ -158,7 +158,7 @@ def refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     name, value, scaled = _common(block, cert)
     # at the own width m, hence at every w ≤ m (a witness at w is one at m, zero neurons
     # added); the stored width is m whatever w the claim asks
-    require(width <= block["width"] == int(cert["width"]), "§8.2 refutes the own width "
+    require(width <= block["width"] == whole(cert["width"]), "§8.2 refutes the own width "
                                                           "and narrower ones only")
     alive_and_alone(block, scaled)
     terms, target = system(block, name, value)

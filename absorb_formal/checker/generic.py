@@ -134,7 +134,7 @@ def value(entry: Any) -> sp.Expr:
     if isinstance(entry, str):
         return sp.Rational(entry)
     t = sp.Symbol("t")
-    coefficients = [sp.Integer(int(c)) for c in entry["root_of"]]
+    coefficients = [sp.Integer(exact.whole(c)) for c in entry["root_of"]]
     poly = sp.Poly(sum((c * t**i for i, c in enumerate(coefficients)), sp.Integer(0)), t)
     index = entry["index"]
     if type(index) is not int or not 1 <= index <= poly.degree():
@@ -184,7 +184,7 @@ def polynomial(terms: list[list[Any]], symbols: list[sp.Symbol]) -> sp.Expr:
     out = sp.Integer(0)
     for coefficient, exponents in terms:
         require(len(exponents) == len(symbols), "exponent vector of the wrong length")
-        out += sp.Rational(coefficient) * sp.Mul(*(s ** int(e) for s, e in
+        out += sp.Rational(coefficient) * sp.Mul(*(s ** exact.whole(e) for s, e in
                                                    zip(symbols, exponents, strict=True)))
     return sp.expand(out)
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import exact, lemmas
-from .exact import Rows, q
+from .exact import Rows, q, whole
 
 KIND = "half-activation bound"
 RULE = "§9 half-activation bound"
@@ -81,14 +81,14 @@ def check(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
             continue
         require(len(up) <= MAX_PATTERN_BITS, f"layer {n}: too many patterns to re-enumerate")
         rank, pattern = least_pattern(s, up, down, c)
-        require(int(entry["least_rank"]) == rank,
+        require(whole(entry["least_rank"]) == rank,
                 f"layer {n}: the least pattern rank is {rank}, not {entry['least_rank']}")
         require(entry["least_pattern"] == _indices(pattern),
                 f"layer {n}: the first pattern of least rank is {_indices(pattern)}")
         ranks.append(rank)
     r = _combined(s, layers, c, ranks, cert)
-    require(int(cert["rank"]) == r, f"the combined rank bound is {r}, not {cert['rank']}")
-    require(int(cert["width"]) == width, f"the certificate is for width {cert['width']}, "
+    require(whole(cert["rank"]) == r, f"the combined rank bound is {r}, not {cert['rank']}")
+    require(whole(cert["width"]) == width, f"the certificate is for width {cert['width']}, "
                                          f"not {width}")
     require(width < 2 * r, f"width {width} is not below 2 * {r}")
 

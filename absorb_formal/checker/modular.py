@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import modlu
+from .exact import whole
 
 
 class ExactMatrix(Protocol):
@@ -86,17 +87,17 @@ def check(skip: Callable[[int, int], Fraction], width: int, layers: Layers,
     distinct, live = key_classes(up, down, p)
     require(distinct, f"two rows of U share a key mod {p} (or a row is 0)")
     require(live == m, "a column of D is 0: not every neuron is alive (no generic case)")
-    q = int(cert["minor_prime"])
+    q = whole(cert["minor_prime"])
     require(q < 2**21 and modlu.usable(q), f"{q} is not an odd prime below 2^21")
     require(slope.denominator % q != 0, f"{q} divides the denominator of a")
-    rows, cols = [int(r) for r in cert["rows"]], [int(c) for c in cert["cols"]]
+    rows, cols = [whole(r) for r in cert["rows"]], [whole(c) for c in cert["cols"]]
     # every listed row and column is read: no field goes unchecked
     require(0 < len(cols) <= m + 1 and (len(rows) - 1) * len(cols) < m + 1,
             "the grid lists rows or columns that Y does not use")
     coords = [(r, c) for r in rows for c in cols][: m + 1]
     require(len(set(coords)) == m + 1 and all(0 <= r < d and 0 <= c < d for r, c in coords),
             "the grid does not give m+1 distinct coordinates")
-    y = [int(v) for v in cert["Y"]]
+    y = [whole(v) for v in cert["Y"]]
     require(len(y) == m + 1 and all(0 <= v < q for v in y),
             f"Y must give m+1 residues in [0, {q})")
     values = modlu.functional_values(modlu.on_grid(y, len(rows), len(cols)),
@@ -105,7 +106,7 @@ def check(skip: Callable[[int, int], Fraction], width: int, layers: Layers,
     require(not values.any(), f"Y is not orthogonal to d_i u_i^T mod {q} for every i")
     value = sum(v * _residue(skip(r, c), q) for v, (r, c) in zip(y, coords, strict=True)) % q
     require(value != 0, f"<Y, S> is 0 mod {q}")
-    require(value == int(cert["Y_dot_S"]), "the stored <Y, S> is wrong")
+    require(value == whole(cert["Y_dot_S"]), "the stored <Y, S> is wrong")
 
 
 def check_key_count(width: int, layers: Layers, cert: dict[str, Any]) -> None:
@@ -114,8 +115,8 @@ def check_key_count(width: int, layers: Layers, cert: dict[str, Any]) -> None:
     up, down = _depth_one(layers)
     p = _prime(cert)
     _, live = key_classes(up, down, p)
-    require(int(cert["keys"]) == live, f"the stored key count is wrong ({live} mod {p})")
-    require(int(cert["width"]) == width, "the certificate is for another width")
+    require(whole(cert["keys"]) == live, f"the stored key count is wrong ({live} mod {p})")
+    require(whole(cert["width"]) == width, "the certificate is for another width")
     require(width < live, f"{live} live keys fit in width {width}")
 
 

@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import symbolic
-from .exact import q, skip_rows
+from .exact import q, skip_rows, whole
 
 CHECK = "own neurons + spare pairs"
 LINEAR = "own neurons + linear neurons"
@@ -60,7 +60,7 @@ def check(block: dict[str, Any], width: int, cert: dict[str, Any],
     require(q(cert["a"]) == a, f"the stored a is not the re-proved a = {a}")
     columns = _factorisation(block, cert)
     m = int(block["width"])
-    size = int(cert["width"])
+    size = whole(cert["width"])
     require(size == m + 2 * len(columns), "the width is not m + 2·#columns")
     require(size <= width, f"the witness has width {size} > {width}")
 
@@ -87,7 +87,7 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     require(stored == want, f"σ({gamma}) is not {cert['sigma_gamma']}")
     require(symbolic.sign(want) not in (0, None), f"σ({gamma}) != 0 is not proved")
     columns = _factorisation(block, cert)
-    size = int(cert["width"])
+    size = whole(cert["width"])
     require(size == int(block["width"]) + len(columns), "the width is not m + #columns")
     require(size <= width, f"the witness has width {size} > {width}")
 
@@ -102,7 +102,7 @@ def check_square(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     v = q(cert["v"])
     require(v != 0 and holds(block["activation"], "Sq", v), f"σ(z) + σ(−z) = {v} z² fails")
     columns = _factorisation(block, cert)
-    size = int(cert["width"])
+    size = whole(cert["width"])
     require(size == int(block["width"]) + 4 * len(columns), "the width is not m + 4·#columns")
     require(size <= width, f"the witness has width {size} > {width}")
 
@@ -132,7 +132,7 @@ def check_square_pairs(block: dict[str, Any], width: int, cert: dict[str, Any]) 
     require(q(cert["t"]) == t and q(cert["k"]) == Fraction(int(k.p), int(k.q)),
             f"the stored t, k are not {t}, {k}")
     columns = _factorisation(block, cert)
-    size = int(cert["width"])
+    size = whole(cert["width"])
     require(size == int(block["width"]) + 2 * len(columns), "the width is not m + 2·#columns")
     require(size <= width, f"the witness has width {size} > {width}")
 
@@ -140,12 +140,13 @@ def check_square_pairs(block: dict[str, Any], width: int, cert: dict[str, Any]) 
 def _factorisation(block: dict[str, Any], cert: dict[str, Any]) -> list[int]:
     """The listed columns, after checking that the rank-one terms they name sum to S."""
     d = int(block["dim"])
-    columns = [int(k) for k in cert["columns"]]
+    columns = [whole(k) for k in cert["columns"]]
     require(all(0 <= k < d for k in columns) and columns == sorted(set(columns)),
             "the columns are not increasing indices below d")
     skip = block["skip"]
     if "matrix" in skip or "source" in skip:  # source: skip_rows says it is not read here
-        _skeleton([list(row) for row in skip_rows(block)], columns, [int(r) for r in cert["rows"]])
+        _skeleton([list(row) for row in skip_rows(block)], columns,
+                  [whole(r) for r in cert["rows"]])
     else:
         require("rows" not in cert, "S = cI needs no rows")
         require((q(skip["scale"]) == 0 and not columns) or columns == list(range(d)),

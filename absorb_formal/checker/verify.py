@@ -26,7 +26,7 @@ from . import (
     symbolic,
     unique_subset,
 )
-from .exact import Rows, q
+from .exact import Rows, q, whole
 from .shape import document_problem
 from .source import SourceError, read_statement
 
@@ -330,7 +330,7 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
         return
     require(block["layers"] is not None, "a witness needs a concrete block")
     layers = cert["layers"]
-    size = int(cert["width"])
+    size = whole(cert["width"])
     require(1 <= size <= width, f"the witness has width {size}, not 1..{width}")
     require(len(layers) == block["depth"], "the witness has the wrong depth")
     for layer in layers:
@@ -374,7 +374,7 @@ def _per_layer(block: dict[str, Any], width: int, cert: dict[str, Any],
     require(depth >= 2, "a stack of per-layer certificates needs depth >= 2")
     require(isinstance(block["layers"], list) and len(block["layers"]) == depth,
             "a stack of per-layer certificates needs a concrete block with embedded layers")
-    size = _whole_number(cert["width"], "width")
+    size = whole(cert["width"], "width")
     require(1 <= size <= width, f"the witness has width {size}, not 1..{width}")
     parts = cert["per_layer"]
     require(isinstance(parts, list) and len(parts) == depth,
@@ -387,11 +387,6 @@ def _per_layer(block: dict[str, Any], width: int, cert: dict[str, Any],
             absorbable(single, size, part, None if layers is None else layers[n:n + 1])
         except INVALID as error:
             raise Invalid(f"layer {n + 1}: {error}") from error
-
-
-def _whole_number(value: Any, what: str) -> int:
-    require(isinstance(value, int) and not isinstance(value, bool), f"{what} is not an integer")
-    return int(value)
 
 
 def _layer_shapes(block: dict[str, Any], layer: dict[str, Any], size: int) -> None:
@@ -534,7 +529,7 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         # biases add only a constant (docs/rules.md §8): Λ is the same
         lam = forms.form(family, block["dim"], exact.skip_rows(block), block["layers"][0])[0]
         require(exact.rank(lam) > width, f"rank(S + aDU) <= {width}")
-        require(int(cert["rank"]) == exact.rank(lam) and exact.mat(cert["Lambda"]) == lam,
+        require(whole(cert["rank"]) == exact.rank(lam) and exact.mat(cert["Lambda"]) == lam,
                 "the stored rank or Lambda is wrong")
         _same_width(cert, width)
     elif kind in ("subset search", "separating functional") and block["activation"]["gated"]:
@@ -542,18 +537,18 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
     elif kind == "subset search":
         _width_refutation(block, width, cert)
     elif kind in ("Nullstellensatz", "real infeasibility", "finite point set"):
-        require(int(cert["width"]) >= width, "the refutation is for a smaller width")
+        require(whole(cert["width"]) >= width, "the refutation is for a smaller width")
         if kind == "finite point set":
-            generic.point_set(block, int(cert["width"]), cert)
+            generic.point_set(block, whole(cert["width"]), cert)
         else:
-            generic.infeasible(block, int(cert["width"]), cert)
+            generic.infeasible(block, whole(cert["width"]), cert)
     else:
         raise Invalid(f"a {kind!r} certificate cannot show non-absorbability")
 
 
 def _same_width(cert: dict[str, Any], width: int) -> None:
     """A refutation states the width it refutes: exactly the claim's (every field checked)."""
-    require(int(cert["width"]) == width, f"the certificate is for width {cert['width']}, "
+    require(whole(cert["width"]) == width, f"the certificate is for width {cert['width']}, "
                                          f"not {width}")
 
 
@@ -645,14 +640,14 @@ def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
     require(not blocks[claim["block"]].get("bias") or _keys_ok(blocks, cert)
             or _linear_ok(cert) or _stack_ok(doc), "blocks with biases: no rule for these bounds")
     block = blocks[claim["block"]]
-    lo, hi = int(cert["lower"]), int(cert["upper"])
+    lo, hi = whole(cert["lower"]), whole(cert["upper"])
     require(1 <= lo < hi, "the bounds do not leave the min width open")
     if lo > 1:
         require(cert["below"] is not None, "no refutation below the lower bound")
         _refutation(block, lo - 1, cert["below"], weights.get(claim["block"]))
     else:
         require(cert["below"] is None, "nothing lies below width 1")
-    require(int(cert["above"]["width"]) == hi, "the witness is not at the upper bound")
+    require(whole(cert["above"]["width"]) == hi, "the witness is not at the upper bound")
     absorbable(block, hi, cert["above"], weights.get(claim["block"]))
     return Verdict("valid", f"unknown outcome; verified bounds {lo} <= min width <= {hi}")
 
@@ -672,7 +667,7 @@ def _homogeneity_point(block: dict[str, Any], cert: dict[str, Any]) -> None:
     require(not block.get("bias"), "T1 does not hold with biases (docs/rules.md §8)")
     big_k = _degree(block, cert)
     total = big_k ** block["depth"]
-    require(int(cert["degree"]) == total, "wrong degree K^L")
+    require(whole(cert["degree"]) == total, "wrong degree K^L")
     require(block["activation"]["kind"] in exact.RATIONAL_KINDS, "σ not rational on Q")
     x0, t = exact.vec(cert["x0"]), q(cert["t"])
     require(t > 0, "t must be positive")
@@ -728,9 +723,9 @@ def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> 
             f"{rule} does not hold for blocks with biases (docs/rules.md §8)")
     act, depth = block["activation"], block["depth"]
     power = depth
-    require(int(cert["depth"]) == depth, "the stored depth is not the block's")
+    require(whole(cert["depth"]) == depth, "the stored depth is not the block's")
     if rule == "T1":
-        require(int(cert["block_degree"]) == _degree(block, cert), "the stored K is wrong")
+        require(whole(cert["block_degree"]) == _degree(block, cert), "the stored K is wrong")
         require(depth == 1, "T1 by lemma needs depth 1")
     else:
         require(cert["property"] == NEVER_PROPERTIES[rule], f"{rule} is proved by "
@@ -747,7 +742,7 @@ def never_lemma(block: dict[str, Any], cert: dict[str, Any], concrete: bool) -> 
         require(not act["gated"] and lemmas.holds(act, "Bd"), "Bd not re-proved (ungated)")
     else:
         require(lemmas.holds(act, "F"), "F not re-proved")
-    index = int(cert["direction"]["index"])
+    index = whole(cert["direction"]["index"])
     column = exact.skip_power_column(block, power, index)
     require(any(column), "S^L e_index = 0")
     # The direction is the first one that works, so that it is determined, not chosen.
@@ -796,10 +791,10 @@ def _width_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -
     _same_width(cert, width)
     if method == "key count":
         require(width < max(p, 1), f"{p} keys fit in width {width}")
-        require(int(cert["keys"]) == p, "the stored key count is wrong")
+        require(whole(cert["keys"]) == p, "the stored key count is wrong")
         return
     require(method == "width search", f"unknown refutation method {method!r}")
-    cases = {(tuple(int(i) - 1 for i in c["doubles"]), int(c["spare_pairs"])): c["refutation"]
+    cases = {(tuple(whole(i) - 1 for i in c["doubles"]), whole(c["spare_pairs"])): c["refutation"]
              for c in cert["cases"]}
     for extra in range(0, width - p + 1):
         for j in range(extra % 2, min(extra, p) + 1, 2):
@@ -882,7 +877,7 @@ def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> N
         require(combined == goal, "the coefficients do not combine to the target")
         require(any(c not in (0, 1) for c in coefficients), "the combination is 0/1")
     elif method == "enumeration":
-        require(int(ref["free_coordinates"]) == _reenumerate(columns, goal),
+        require(whole(ref["free_coordinates"]) == _reenumerate(columns, goal),
                 "the stored number of free coordinates is wrong")
     elif method == "smt":
         # The checker's own encoding of the system it re-derived, re-solved by two solvers:
@@ -892,7 +887,7 @@ def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> N
         require(smt.cvc5_verdict(text) == "unsat", "cvc5 finds a subset or gives up "
                                                    "(checker's own encoding)")
     elif method == "cp-sat":
-        require((int(ref["terms"]), int(ref["equations"]))
+        require((whole(ref["terms"]), whole(ref["equations"]))
                 == (len(columns), smt.equation_count(columns, goal)),
                 "the stored system size is wrong")
         require(smt.subset_infeasible_cpsat(columns, goal),
@@ -951,7 +946,7 @@ def min_width(block: dict[str, Any], cert: dict[str, Any],
                                      "parity point at infinity"),
                 "min width none needs a never-proof")
         return None
-    value = int(cert["width"])
+    value = whole(cert["width"])
     absorbable(block, value, cert["witness"], layers)
     if value > 1:
         require(cert["below"] is not None, "no refutation below the minimal width")
@@ -1054,9 +1049,9 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
         table = FAMILY_TRUTHS["never-rule"]
     elif cert.get("kind") == "rule":
         rule = cert["rule"]
-        require(int(cert["width"]) == width, "the rule was applied at another width")
+        require(whole(cert["width"]) == width, "the rule was applied at another width")
         if "rank_S" in cert:
-            require(int(cert["rank_S"]) == exact.skip_rank(block), "the stored rank(S) is wrong")
+            require(whole(cert["rank_S"]) == exact.skip_rank(block), "the stored rank(S) is wrong")
         if rule == "§4 identity activation":
             return _identity_table(block, modality, width, cert)
         require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
@@ -1227,6 +1222,6 @@ def _identity_table(block: dict[str, Any], modality: str, width: int,
             and block["depth"] == 1, "needs a depth-1 linear activation")
     r, m, d = exact.skip_rank(block), block["width"], block["dim"]
     generic = min(d, r + m)
-    require(int(cert["generic_rank"]) == generic, "the stored generic rank is wrong")
+    require(whole(cert["generic_rank"]) == generic, "the stored generic rank is wrong")
     return {"never": r > m + width, "sometimes": r <= m + width,
             "generically not": generic > width, "always": generic <= width}[modality]
