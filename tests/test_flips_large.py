@@ -11,6 +11,7 @@ import copy
 import json
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -218,6 +219,22 @@ def test_the_only_0_1_candidate_failing_exactly_refutes(tmp_path, cli, monkeypat
     every_leaf_is_checked(path, doc)
 
 
+def moved(tmp_path: Path, cli, monkeypatch, found: dict[str, np.ndarray],  # noqa: ANN001
+          claim: str, certificate: dict) -> tuple[list[dict], Any]:
+    """The spec of tmp_path/big.mlp with the weights `found`, in tmp_path/other: the prover's
+    results for `claim` there, and the checker's verdict on `certificate` put on that claim
+    as a refutation."""
+    other = tmp_path / "other"
+    other.mkdir()
+    np.savez(other / "w.npz", **found)
+    results = prove(other, cli, monkeypatch, (tmp_path / "big.mlp").read_text().split(
+        "claim")[0], claim)
+    other_path, there = doc_at(other, 0)
+    forged = copy.deepcopy(there)
+    forged["outcome"], forged["certificate"] = "refuted", certificate
+    return results, verify(forged, weights(other_path, forged))
+
+
 def test_a_shared_key_withholds_the_refutation_and_a_forged_one_is_invalid(
         tmp_path, cli, monkeypatch):
     """Row P2 = 2·row P1 with β_P2 = 2β_P1: one relu² key (up to a factor). §8.2's only-if fails,
@@ -227,16 +244,9 @@ def test_a_shared_key_withholds_the_refutation_and_a_forged_one_is_invalid(
     path, doc = doc_at(tmp_path, 0)
     found = arrays("relu^2", D, M, None)
     found["up"][P2], found["b"][P2] = 2 * found["up"][P1], 2 * found["b"][P1]
-    other = tmp_path / "other"
-    other.mkdir()
-    np.savez(other / "w.npz", **found)
-    results = prove(other, cli, monkeypatch, (tmp_path / "big.mlp").read_text().split(
-        "claim")[0], "claim Big is absorbable\n")
+    results, verdict = moved(tmp_path, cli, monkeypatch, found, "claim Big is absorbable\n",
+                             doc["certificate"])
     assert results[0]["outcome"] == "unknown" and "key" in results[0]["reason"], results
-    other_path, shared = doc_at(other, 0)
-    forged = copy.deepcopy(shared)
-    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
-    verdict = verify(forged, weights(other_path, forged))
     assert verdict.status == "invalid" and "residue key" in verdict.reason, verdict
 
 
@@ -247,16 +257,9 @@ def test_a_dead_neuron_withholds_the_refutation_and_a_forged_one_is_invalid(
     path, doc = doc_at(tmp_path, 0)
     found = arrays("swiglu", D, M, None)
     found["down"][:, P2] = 0
-    other = tmp_path / "other"
-    other.mkdir()
-    np.savez(other / "w.npz", **found)
-    results = prove(other, cli, monkeypatch, (tmp_path / "big.mlp").read_text().split(
-        "claim")[0], "claim Big is absorbable\n")
+    results, verdict = moved(tmp_path, cli, monkeypatch, found, "claim Big is absorbable\n",
+                             doc["certificate"])
     assert results[0]["outcome"] != "refuted", results
-    other_path, dead = doc_at(other, 0)
-    forged = copy.deepcopy(dead)
-    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
-    verdict = verify(forged, weights(other_path, forged))
     assert verdict.status == "invalid" and "column of D is 0" in verdict.reason, verdict
 
 
@@ -405,16 +408,9 @@ def test_a_forged_key_count_is_invalid(tmp_path, cli, monkeypatch):
     assert verify(forged, weights(at_m_path, forged)).status == "invalid"
     found = arrays("relu^2", D, M, None)
     found["up"][P2], found["b"][P2] = 2 * found["up"][P1], 2 * found["b"][P1]  # one key
-    other = tmp_path / "other"
-    other.mkdir()
-    np.savez(other / "w.npz", **found)
-    results = prove(other, cli, monkeypatch, (tmp_path / "big.mlp").read_text().split(
-        "claim")[0], f"claim Big is absorbable at width {M - 1}\n")
+    results, verdict = moved(tmp_path, cli, monkeypatch, found,
+                             f"claim Big is absorbable at width {M - 1}\n", doc["certificate"])
     assert results[0]["outcome"] != "refuted" or results[0]["method"] != flips_large.KEY_METHOD
-    other_path, shared = doc_at(other, 0)
-    forged = copy.deepcopy(shared)
-    forged["outcome"], forged["certificate"] = "refuted", doc["certificate"]
-    verdict = verify(forged, weights(other_path, forged))
     assert verdict.status == "invalid" and "residue key" in verdict.reason, verdict
 
 

@@ -347,3 +347,52 @@ def test_the_projected_system_refuses_primes_whose_products_are_not_exact():
     with pytest.raises(ArithmeticError):
         modlu.projected_system(np.ones((2, 3), dtype=np.int64), np.ones((3, 2), dtype=np.int64),
                                1, 0, 2**26 + 15)  # a prime above 2^26: p² ≥ 2^52
+
+
+def _nmod(a: np.ndarray, p: int) -> flint.nmod_mat:
+    return flint.nmod_mat([[int(v) for v in row] for row in np.asarray(a)], p)
+
+
+def _entries(a: flint.nmod_mat) -> list[list[int]]:
+    return [[int(a[i, j]) for j in range(a.ncols())] for i in range(a.nrows())]
+
+
+@pytest.mark.parametrize("extreme", [False, True])
+@pytest.mark.parametrize("kind", ["plain", "relu2", "gated"])
+@pytest.mark.parametrize("matrix_target", [False, True])
+def test_the_projected_systems_agree_with_flint(extreme, kind, matrix_target):
+    """The float64 projected systems (`projected_system`, `projected_flip_system`) against
+    FLINT's nmod_mat products of the same functionals, at d = 64, m = 96 and the largest
+    solve prime, with random residues or residues all at p − 1 (the bounds' worst case), and
+    negative and unreduced integer weights (reduced in int64 first)."""
+    p, d, m = modlu.primes(1)[0], 64, 96
+    rng = np.random.default_rng(7)
+
+    def weights(*shape: int) -> np.ndarray:
+        if extreme:
+            return np.full(shape, p - 1, dtype=np.int64) + p * rng.integers(-3, 3, shape)
+        return rng.integers(-5 * p, 5 * p, shape)
+
+    down, up, gate = weights(d, m), weights(m, d), weights(m, d)
+    lam, mu = weights(m), weights(m)
+    target = weights(d, d) if matrix_target else -(p + 2)
+    big_p, big_q, big_b = (_nmod(modlu.random_residues(0, s, m, d, p).astype(np.int64), p)
+                           for s in (0, 1, 2))
+    t = _nmod(target % p if matrix_target else (target % p) * np.eye(d, dtype=np.int64), p)
+    rhs = _entries(big_p * t * big_q.transpose())
+    by_down = _entries(big_p * _nmod(down % p, p))
+    if kind == "plain":
+        work = modlu.projected_system(down, up, target, 0, p)
+        by_up = _entries(big_q * _nmod((up % p).T, p))
+        want = [[by_down[j][i] * by_up[j][i] % p for i in range(m)] for j in range(m)]
+    else:
+        g, nu = (up, np.zeros(m, dtype=np.int64)) if kind == "relu2" else (gate, mu)
+        work = modlu.projected_flip_system(down, up, g, lam, nu, target, 0, p)
+        lines = (lam % p)[:, None] * (up % p) + (nu % p)[:, None] * (g % p)
+        b_up, b_gate = (_entries(big_b * _nmod((w % p).T, p)) for w in (up, g))
+        q_lines = _entries(big_q * _nmod((lines % p).T, p))
+        want = [[by_down[j][i] * (b_up[j][i] * b_gate[j][i] + q_lines[j][i]) % p
+                 for i in range(m)] for j in range(m)]
+    assert work.dtype == np.float64 and ((work >= 0) & (work < p)).all()
+    assert [[int(v) for v in row[:m]] for row in work] == want
+    assert [int(v) for v in work[:, m]] == [rhs[j][j] for j in range(m)]
