@@ -23,6 +23,26 @@ class TensorRef:
 
 
 @dataclass(frozen=True)
+class FoundNorm:
+    """The normalisation beside an MLP sublayer (docs/rules.md, normalised sublayers).
+
+    kind: "layernorm" | "rmsnorm"; placement: "pre" (`S x + F(N(x))`), "post"
+    (`N(S x + F(x))`) or "sandwich" (`S x + N2(F(N(x)))`, `second` is N2); eps: the exact
+    decimal text of ε as the config or graph states it; gamma, beta: the scale and shift
+    tensors (None: 1 and 0); gamma_offset: a constant added to the stored scale (Gemma
+    stores γ - 1); source: where the placement was read (a config key, a graph node)."""
+
+    kind: str
+    placement: str
+    eps: str
+    gamma: TensorRef | None = None
+    beta: TensorRef | None = None
+    second: FoundNorm | None = None
+    gamma_offset: str = "0"
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class FoundBlock:
     """One MLP sublayer x ↦ down·σ(up·x + up_bias) + down_bias (gated: σ(gate·x + gate_bias)
     ⊙ (up·x + up_bias)), whose residual is x ↦ x + MLP(x).
@@ -44,6 +64,7 @@ class FoundBlock:
     gate_bias: TensorRef | None = None
     down_bias: TensorRef | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    norm: FoundNorm | None = None  # None: no norm found beside it (the bare block)
 
     @property
     def biased(self) -> bool:
