@@ -160,12 +160,12 @@ def ball_sigma(kind: str, z: Any, act: dict[str, Any]) -> Any:
     if kind == "leaky_relu":
         return z if z > 0 else arb(_param(act)) * z
     if kind == "relu_pow":
-        return z ** int(act["power"]) if z > 0 else arb(0)
+        return _positive_part_power(z, int(act["power"]))
     if kind == "gelu":
         return z * (1 + (z / arb(2).sqrt()).erf()) / 2
     if kind == "gelu_tanh":
         k = (arb(2) / arb.pi()).sqrt()
-        return z * (1 + (k * (z + arb(Fraction(44715, 10 ** 6)) * z ** 3)).tanh()) / 2
+        return z * (1 + (k * (z + _arb(Fraction(44715, 10 ** 6)) * z * z * z)).tanh()) / 2
     if kind == "silu":
         return z / (1 + (-z).exp())
     raise Invalid(f"no ray-limit rule for σ = {kind}")
@@ -181,19 +181,34 @@ def ball_derivative(kind: str, z: Any, act: dict[str, Any]) -> Any:
         return arb(1) if z > 0 else arb(_param(act))
     if kind == "relu_pow":
         k = int(act["power"])
-        return k * z ** (k - 1) if z > 0 else arb(0)
+        return k * _positive_part_power(z, k - 1)
     if kind == "gelu":
         phi = (-(z * z) / 2).exp() / (2 * arb.pi()).sqrt()
         return (1 + (z / arb(2).sqrt()).erf()) / 2 + z * phi
     if kind == "gelu_tanh":
         k = (arb(2) / arb.pi()).sqrt()
-        c = arb(Fraction(44715, 10 ** 6))
-        t = (k * (z + c * z ** 3)).tanh()
+        c = _arb(Fraction(44715, 10 ** 6))
+        t = (k * (z + c * z * z * z)).tanh()
         return (1 + t) / 2 + z * (1 - t * t) * k * (1 + 3 * c * z * z) / 2
     if kind == "silu":
         s = 1 / (1 + (-z).exp())
         return s * (1 + z * (1 - s))
     raise Invalid(f"no ray-limit rule for σ = {kind}")
+
+
+def _positive_part_power(z: Any, k: int) -> Any:
+    """max(z, 0)^k on a ball (k >= 1), by products (arb's ** gives nan on a ball around 0)."""
+    from flint import arb
+
+    if z < 0:
+        return arb(0)
+    if z > 0:
+        out = arb(1)
+        for _ in range(k):
+            out *= z
+        return out
+    return arb(0).union(arb(z.abs_upper()) ** 1 * _positive_part_power(arb(z.abs_upper()),
+                                                                       k - 1))
 
 
 def _param(act: dict[str, Any]) -> Fraction:
