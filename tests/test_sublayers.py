@@ -233,3 +233,12 @@ def test_the_sublayer_evaluates_as_the_model_computes_it(tmp_path):
     down = np.array(eval(DOWN), dtype=float)
     expected = x + np.maximum(n @ up.T, 0) @ down.T
     assert np.allclose(b.evaluate(x), expected)
+
+
+def test_a_neuron_whose_pre_activation_never_moves_may_sit_at_its_kink(tmp_path):
+    # up row 2 is zero and has no bias: its pre-activation is 0 everywhere, a constant
+    # contribution, so the relu pattern is still constant near every x0.
+    text = block("relu", "pre layernorm { eps 1e-5 }",
+                 up="[[1, 0, 2], [0, 0, 0], [1, 1, 1], [-1, 2, 0]]") + "claim B is not absorbable\n"
+    [(_, outcome, doc)] = outcomes(text, tmp_path)
+    assert outcome == PROVED and doc["certificate"]["kind"] == "ray limit"

@@ -280,8 +280,12 @@ def derivative(block: dict[str, Any], layer: Weights, x0: Sequence[Fraction],
         for j in range(m):
             # sign(p/√r + c) = sign(p + c·√r) · sign(√r) = sign(p + c√r)
             s = sign_root(p[j], c[j], r)
-            require(s != 0, f"neuron {j + 1} is at its kink at N∞(x0): the pattern is not "
-                            "constant near x0")
+            if s == 0:  # at its kink: allowed only where its pre-activation never moves
+                require(_constant_neuron(matrices["up"], j, g, first["kind"]),
+                        f"neuron {j + 1} is at its kink at N∞(x0): the pattern is not "
+                        "constant near x0")
+                slopes.append(Fraction(0))  # a constant contribution: no derivative
+                continue
             slopes.append(Fraction(1) if s > 0 else (
                 Fraction(0) if kind == "relu" else _param(act)))
         terms = [a * b for a, b in zip(slopes, v, strict=True)]
@@ -326,6 +330,14 @@ def derivative(block: dict[str, Any], layer: Weights, x0: Sequence[Fraction],
         return total / dden
 
     return ball_entry
+
+
+def _constant_neuron(up: tuple[np.ndarray, int], j: int, g: list[Fraction], kind: str) -> bool:
+    """Is neuron j's pre-activation u_j·N(x) + b_j the same for every x? For RMSNorm iff
+    u_j ⊙ γ = 0; for LayerNorm iff u_j ⊙ γ is a multiple of 1 (Π removes it)."""
+    ints, _ = up
+    row = [int(v) * gj for v, gj in zip(ints[j], g, strict=True)]
+    return all(v == 0 for v in row) if kind == "rmsnorm" else all(v == row[0] for v in row)
 
 
 def _vector(value: Any, m: int) -> list[Fraction]:

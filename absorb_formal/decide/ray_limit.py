@@ -137,8 +137,12 @@ class _Floats:
         direction = gamma * np.array([float(v) for v in w]) / rho
         z = self.up @ n_inf + self.b
         kind = self.act.scalar.kind
+        scaled = self.up * gamma
+        moving = (np.ptp(scaled, axis=1) if first.kind == "layernorm"
+                  else np.abs(scaled).max(axis=1)) != 0  # a constant pre-activation: no kink
         if self.gate is None:
-            if kind in ("relu", "leaky_relu") and np.min(np.abs(z)) < 1e-9 * (1 + np.abs(z).max()):
+            near = np.abs(z[moving]) < 1e-9 * (1 + np.abs(z).max())
+            if kind in ("relu", "leaky_relu") and bool(near.any()):
                 return None
             g = self.down @ (_slope(kind, z, self.act) * (self.up @ direction))
         else:

@@ -231,6 +231,17 @@ def _store(report: ScanReport, spec_file: Path, folder: Path) -> int:
     return written
 
 
+def _norm(answer: BlockAnswer) -> str:
+    norm = answer.block.norm
+    if norm is None:
+        return "-"
+    if norm.placement == "unknown":
+        return "?"
+    short = {"layernorm": "LN", "rmsnorm": "RMS"}
+    second = f"+{short[norm.second.kind]}" if norm.second is not None else ""
+    return f"{norm.placement} {short.get(norm.kind, norm.kind)}{second}"
+
+
 def _width(answer: BlockAnswer) -> str:
     lo, hi = answer.min_width
     if lo is None and hi is None:
@@ -241,10 +252,11 @@ def _width(answer: BlockAnswer) -> str:
 
 
 def table(report: ScanReport) -> str:
-    head = ("NAME", "ACTIVATION", "DIM", "WIDTH", "BIAS", "ABSORBABLE", "MIN WIDTH", "METHOD",
-            "SECONDS")
+    head = ("NAME", "ACTIVATION", "DIM", "WIDTH", "BIAS", "NORM", "ABSORBABLE", "MIN WIDTH",
+            "METHOD", "BARE", "BARE MIN", "SECONDS")
     rows = [(a.block.where, a.block.activation, str(a.block.dim), str(a.block.width),
-             "yes" if a.block.biased else "no", a.absorbable, _width(a), a.method or "-",
+             "yes" if a.block.biased else "no", _norm(a), a.absorbable, _width(a),
+             a.method or "-", (a.bare or a).absorbable, _width(a.bare or a),
              f"{a.seconds:.1f}") for a in report.blocks]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
@@ -252,6 +264,12 @@ def table(report: ScanReport) -> str:
     for answer in report.blocks:
         if answer.reason:
             out.append(f"  {answer.block.where}: {answer.reason}")
+        if answer.bare is not None and answer.bare.reason:
+            out.append(f"  {answer.block.where} (bare block): {answer.bare.reason}")
+    if any(a.normalised for a in report.blocks):
+        out.append("NORM: where the norm sits (pre: x + F(N(x)), post: N(x + F(x)), sandwich: "
+                   "x + N2(F(N(x)))); ABSORBABLE and MIN WIDTH answer for that sublayer. BARE "
+                   "and BARE MIN: the bare block x + F(x), the paper's question.")
     for skipped in report.skipped:
         out.append(f"skipped: {skipped.where}: {skipped.why}")
     counts = {k: sum(a.absorbable == k for a in report.blocks) for k in ("yes", "no", "unknown")}

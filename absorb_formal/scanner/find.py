@@ -258,6 +258,7 @@ def find_named(checkpoint: Checkpoint, activation: str | None
     named = activation or config_activation(checkpoint.config)
     hidden = _hidden_size(checkpoint.config)
     partial: dict[str, str] = {}  # up tensors whose convention's other tensors are missing
+    prefixes: dict[str, str] = {}  # a block's where → its tensors' prefix (its norm is near)
     for convention in CONVENTIONS:
         pattern = re.compile(r"^(?P<prefix>(?:.*\.)?)" + re.escape(convention.up) + r"\.weight$")
         for key in tensors:
@@ -273,6 +274,7 @@ def find_named(checkpoint: Checkpoint, activation: str | None
                                         f"tensor, but {', '.join(missing)} is missing")
                 continue
             where = _module(prefix, convention)
+            prefixes[where] = prefix
             try:
                 found.append(_block(checkpoint, convention, names, where, named, hidden))
             except ScanError as error:
@@ -280,6 +282,9 @@ def find_named(checkpoint: Checkpoint, activation: str | None
             taken |= {f"{n}.{s}" for n in names.values() for s in ("weight", "bias")}
     order = {key: i for i, key in enumerate(tensors)}
     found.sort(key=lambda b: order[b.up.key])
+    from .norms import attach  # the norm beside each sublayer, from config.json's family
+
+    found = attach(found, tensors, checkpoint.config, prefixes)
     for key, why in partial.items():  # an up tensor without its partners: said as such
         if key not in taken:
             skipped.append(Skipped(key, why))
