@@ -242,3 +242,73 @@ def test_a_neuron_whose_pre_activation_never_moves_may_sit_at_its_kink(tmp_path)
                  up="[[1, 0, 2], [0, 0, 0], [1, 1, 1], [-1, 2, 0]]") + "claim B is not absorbable\n"
     [(_, outcome, doc)] = outcomes(text, tmp_path)
     assert outcome == PROVED and doc["certificate"]["kind"] == "ray limit"
+
+
+def _centred(rows: list[list[Fraction]]) -> list[list[Fraction]]:
+    means = [sum(c, Fraction(0)) / len(rows) for c in zip(*rows, strict=True)]
+    return [[v - mu for v, mu in zip(r, means, strict=True)] for r in rows]
+
+
+def test_both_sides_project_a_loaded_matrix_exactly(tmp_path):
+    """ΠD read lazily from a file (prover: ProjectedMatrix; checker: Projected) against the
+    centred matrix built entry by entry in Fractions: rows, columns, residues, non-zeros."""
+    from absorb_formal.checker.files import read_array
+    from absorb_formal.checker.sublayer import Projected
+    from absorb_formal.decide.sublayer import ProjectedMatrix
+    from absorb_formal.model import Matrix
+
+    rng = np.random.default_rng(3)
+    down = (rng.normal(size=(5, 7)) * 3).astype(np.float32)
+    down[:, 2] = 1.25  # a constant column: zero once projected
+    np.savez(tmp_path / "w.npz", down=down)
+    exact = _centred([[Fraction(float(v)) for v in row] for row in down])
+    prover = ProjectedMatrix(Matrix(array=down))
+    checker = Projected(read_array(tmp_path / "w.npz", "down"))
+    p = 2_147_483_629
+    expected = np.array([[v.numerator * pow(v.denominator, -1, p) % p for v in row]
+                         for row in exact], dtype=np.int64)
+    assert [list(r) for r in prover.rows] == exact
+    assert [list(prover.exact_column(j)) for j in range(7)] == [list(c) for c in zip(*exact)]
+    assert [checker.row(i) for i in range(5)] == exact
+    assert np.array_equal(prover.residues(range(5), range(7), p), expected)
+    assert np.array_equal(checker.residue_matrix(p), expected)
+    assert checker.residues(p, 3) == list(expected[3])
+    zero = np.array([[v != 0 for v in row] for row in exact])
+    assert np.array_equal(prover.nonzero(), zero) and np.array_equal(checker.nonzero(), zero)
+    assert not zero[:, 2].any()
+    assert prover.residues(range(5), range(7), 5) is None  # p divides d: no residue
+
+
+def test_a_post_norm_block_beyond_the_exact_limit_is_decided_on_its_projection(tmp_path):
+    rng = np.random.default_rng(0)
+    d, m = 128, 1024  # 262,144 weights: the large-block rules, with ΠD read lazily
+    np.savez(tmp_path / "w.npz", i=(rng.normal(size=(m, d)) * 0.05).astype(np.float32),
+             o=(rng.normal(size=(d, m)) * 0.05).astype(np.float32),
+             ob=(rng.normal(size=d) * 0.05).astype(np.float32))
+    text = (f'block B {{ activation gelu dim {d} width {m} bias '
+            'norm post layernorm { eps 1e-12 } up = load("w.npz", "i") '
+            'down = load("w.npz", "o") down_bias = load("w.npz", "ob") }\n'
+            "claim B is not absorbable\n")
+    import json
+
+    from absorb_formal import proofs
+    from absorb_formal.checker.reading import Reading
+    from absorb_formal.decide.dispatch import decide
+    from absorb_formal.language import load_file
+
+    (tmp_path / "s.mlp").write_text(text)
+    spec = load_file(tmp_path / "s.mlp")
+    result = decide(spec, spec.statements[0])
+    assert result.outcome == PROVED, result.reason
+    doc = json.loads(json.dumps(proofs.document(spec, spec.statements[0], result,
+                                                tmp_path / "s.mlp", tmp_path / "c.json")))
+    cert = doc["certificate"]
+    assert cert["reduction"] == "projected block" and isinstance(doc["blocks"]["B"]["layers"],
+                                                                 dict)
+
+    reading = Reading(tmp_path / "s.mlp")
+    assert not reading.stale(doc)
+    assert verify(doc, reading.weights(doc)).status == "valid"
+    forged = copy.deepcopy(doc)
+    forged["certificate"]["reduction"] = "bare block"
+    assert verify(forged, reading.weights(doc)).status == "invalid"

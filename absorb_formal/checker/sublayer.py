@@ -43,15 +43,71 @@ def _centre_columns(rows: list[list[Fraction]]) -> list[list[str]]:
     return [[str(v - mu) for v, mu in zip(row, means, strict=True)] for row in rows]
 
 
+class Projected:
+    """Π M for an exact d × m matrix M that the checker read from a file (each column minus
+    its mean), with the reading interface of `modular.ExactMatrix`; every value is derived
+    exactly from M's own (residues: M mod p minus the column sums times d⁻¹ mod p)."""
+
+    def __init__(self, base: Any):
+        self.base = base
+        self.shape = tuple(base.shape)
+        self._sums: list[Fraction] | None = None
+
+    def _means(self) -> list[Fraction]:
+        if self._sums is None:
+            ints, den = ray_limit.integers(self.base)
+            self._sums = [Fraction(int(v), den) for v in ints.sum(axis=0)]
+        return [s / self.shape[0] for s in self._sums]
+
+    def column(self, j: int) -> list[Fraction]:
+        col = list(self.base.column(j))
+        mean = sum(col, Fraction(0)) / len(col)
+        return [v - mean for v in col]
+
+    def row(self, i: int) -> list[Fraction]:
+        return [v - mu for v, mu in zip(self.base.row(i), self._means(), strict=True)]
+
+    def residue_matrix(self, p: int) -> Any:
+        d = self.shape[0]
+        require(d % p != 0, f"{p} divides d: Π has no residue mod {p}")
+        whole = self.base.residue_matrix(p)
+        sums = whole.sum(axis=0) % p  # d·p < 2^63 for p < 2^31, d < 2^32
+        return (whole - sums * pow(d, -1, p) % p) % p
+
+    def residue_block(self, p: int, rows: list[int] | None, cols: list[int] | None) -> Any:
+        import numpy as np
+
+        index = np.ix_(range(self.shape[0]) if rows is None else rows,
+                       range(self.shape[1]) if cols is None else cols)
+        return self.residue_matrix(p)[index]
+
+    def residues(self, p: int, index: Any) -> list[int]:
+        whole = self.residue_matrix(p)
+        picked = whole[index] if isinstance(index, int) else whole[:, index[1]]
+        return [int(v) for v in picked]
+
+    def nonzero(self) -> Any:
+        ints, den = ray_limit.integers(self.base)
+        d = self.shape[0]
+        return ((ints * d - ints.sum(axis=0)) != 0).astype(bool)  # d·M − 1·(1ᵀM), exactly
+
+
+def reduced_weights(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The weights of a block stored by source, projected: down ← ΠD (read lazily)."""
+    return [{**layer, "down": Projected(layer["down"])} for layer in layers]
+
+
 def reduced(block: dict[str, Any]) -> dict[str, Any]:
     """The block the claim is about: bare (RMSNorm), or projected (LayerNorm), without its
-    norm clause. A projected block's weights must be embedded."""
+    norm clause. A projected block stored by source keeps its sources: its weights are
+    projected by `reduced_weights` as the checker reads them."""
     how = reduction(block)
     bare = {k: v for k, v in block.items() if k != "norm"}
     if how == BARE:
         return bare
-    require(isinstance(block["layers"], list),
-            "a projected block is built from embedded weights (this one is stored by source)")
+    skip = {"matrix": _centre_columns([list(r) for r in skip_rows(block)])}
+    if not isinstance(block["layers"], list):
+        return {**bare, "skip": skip}
     layers = []
     for layer in block["layers"]:
         out = dict(layer, down=_centre_columns([list(vec(r)) for r in layer["down"]]))
@@ -59,7 +115,6 @@ def reduced(block: dict[str, Any]) -> dict[str, Any]:
             out["down_bias"] = [r[0] for r in _centre_columns([[q(v)] for v in
                                                               layer["down_bias"]])]
         layers.append(out)
-    skip = {"matrix": _centre_columns([list(r) for r in skip_rows(block)])}
     return {**bare, "skip": skip, "layers": layers}
 
 
@@ -83,8 +138,10 @@ def verify(doc: dict[str, Any], weights: dict[str, Any],
                 "a reduced sublayer answers absorbable and min width claims")
         inner = cert["certificate"]
         require(isinstance(inner, dict), "the reduced block's certificate is not an object")
-        return verify_reduced({**doc, "blocks": {name: reduced(block)}, "certificate": inner},
-                              weights)
+        small = reduced(block)
+        if name in weights and cert["reduction"] == PROJECTED:
+            weights = {**weights, name: reduced_weights(weights[name])}
+        return verify_reduced({**doc, "blocks": {name: small}, "certificate": inner}, weights)
     require(doc["outcome"] in ("proved", "refuted"), "a never-proof decides its claim")
     note = ""
     if kind == ray_limit.KIND:

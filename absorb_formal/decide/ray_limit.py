@@ -194,7 +194,7 @@ def _value(kind: str, z: np.ndarray) -> np.ndarray:
 EXACT_FLOATS = (np.float16, np.float32, np.float64)
 
 
-def _exact_view(matrix: Matrix) -> Any:
+def exact_view(matrix: Matrix) -> Any:
     """A matrix as the kernel reads it exactly: a float64 array when the loaded values are
     binary floats (widening is exact), else its exact entries as strings."""
     loaded = matrix.loaded
@@ -205,9 +205,9 @@ def _exact_view(matrix: Matrix) -> Any:
 
 def _checker_layer(block: Block) -> dict[str, Any]:
     layer = block.layers[0]  # type: ignore[index]
-    out: dict[str, Any] = {"up": _exact_view(layer.up), "down": _exact_view(layer.down)}
+    out: dict[str, Any] = {"up": exact_view(layer.up), "down": exact_view(layer.down)}
     if layer.gate is not None:
-        out["gate"] = _exact_view(layer.gate)
+        out["gate"] = exact_view(layer.gate)
     for name in ("up_bias", "gate_bias"):
         value = getattr(layer, name)
         if value is not None:
