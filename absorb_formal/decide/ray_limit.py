@@ -1,5 +1,5 @@
 """Pre-norm and sandwich sublayers: the ray limit and the gated Jacobian (docs/rules.md,
-"Normalised sublayers"; MATH §10.2).
+"Normalised sublayers", §10.2).
 
 The search is numeric (float64): it looks for a point x0 and a direction w at which the
 branch's limit along rays, `F ∘ N∞` (sandwich: `N₂ ∘ F ∘ N∞`), has a clearly non-zero
@@ -20,7 +20,7 @@ from ..model import Block, Matrix, Norm
 from .decision import Decision, undecided
 
 METHOD = "§10.2 ray limit"
-GATED_METHOD = "§10.2 gated pre-norm (Jacobian at 0)"
+GATED_METHOD = "§10.2 gated pre-norm Jacobian"
 UNGATED = ("relu", "leaky_relu", "relu_pow", "gelu", "gelu_tanh", "silu")
 GATED = ("silu", "gelu", "relu")  # swiglu, geglu, reglu
 TRIES = 24

@@ -1,5 +1,5 @@
 """Claims about a block with a norm clause: the sublayer the model computes (docs/rules.md,
-"Normalised sublayers"; MATH §10).
+"Normalised sublayers", §10).
 
 - post-norm, ε > 0, γ without a zero entry: Lemma P makes the claim a claim about a reduced
   block, decided by every existing rule: the bare block (RMSNorm) or the projected block
