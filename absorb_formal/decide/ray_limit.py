@@ -38,8 +38,7 @@ def gated_rule_applies(block: Block) -> bool:
 
 def gated(block: Block) -> Decision:
     return Decision(False, GATED_METHOD, {"kind": kernel.GATED_KIND},
-                    detail="at any width: the sublayer's Jacobian at 0 is S, a bias-free "
-                           "plain gated stack's is 0")
+                    detail="its Jacobian at 0 is S; a bias-free plain gated stack's is 0")
 
 
 def covered(block: Block) -> str:
@@ -87,8 +86,8 @@ def decide(block: Block) -> Decision:
             if confirmed >= CONFIRMS:
                 break
             continue
-        return Decision(False, METHOD, cert, detail="at any width and depth: the branch's "
-                                                    "limit along rays moves at x0")
+        return Decision(False, METHOD, cert, detail="the branch's limit along rays moves at "
+                                                    "x0: no plain stack of any depth")
     return undecided("no point found where the branch's limit along rays moves (docs/rules.md,"
                      " §10.2: a relu branch may be constant on the norm's image, e.g. dead "
                      "neurons): not decided")
