@@ -42,25 +42,37 @@ overrides it (a Hugging Face name or any activation of the language).
 
 EPILOG = """\
 output:
+  Each row answers for the sublayer the model computes: with its norm where config.json's
+  model_type (or the ONNX graph) places one, pre-norm x + F(N(x)), post-norm N(x + F(x))
+  or sandwich x + N2(F(N(x))) (docs/rules.md, normalised sublayers); and beside it for the
+  bare block x + F(x), the paper's question.
   A table, one row per sublayer: NAME (its module path), ACTIVATION, DIM, WIDTH, BIAS,
-  ABSORBABLE at its own width (yes / no / unknown), MIN WIDTH (N when exact, LO..HI for
-  proved bounds, LO.. when no width is known to work, none when no width works), METHOD
-  and the seconds it took; then what was skipped and why, and a summary line. A progress
-  bar goes to stderr on a terminal.
+  NORM (pre LN, post LN, pre RMS, sandwich RMS+RMS, - for none, ? when its place is not
+  known), ABSORBABLE at its own width (yes / no / unknown), MIN WIDTH (N when exact, LO..HI
+  for proved bounds, LO.. when no width is known to work, none when no width works),
+  METHOD, BARE and BARE MIN (the same two answers for the bare block) and the seconds it
+  took; then the reasons for what is unknown, what was skipped and why, and a summary
+  line. A progress bar goes to stderr on a terminal.
   With --json, stdout holds one JSON document instead:
     {"path", "blocks": [{"name", "where", "activation", "dim", "width", "bias",
      "absorbable": "yes"|"no"|"unknown", "min_width": [lo, hi], "method", "reason",
-     "seconds"}], "skipped": [{"where", "why"}], "spec", "certificates", "export",
-     "exit_code"}
-  min_width: lo = hi when exact; hi null when no upper bound is known; [null, null]
-  when no width absorbs the block (proved). "name" is the block's name in the spec.
+     "seconds", "norm": {"kind": "layernorm"|"rmsnorm"|null,
+     "placement": "pre"|"post"|"sandwich"|"unknown"|null, "eps": "<decimal>"|null},
+     "any_width": "yes"|"no"|"unknown", "bare": {"question", "absorbable", "min_width",
+     "any_width", "method", "reason"}}], "skipped": [{"where", "why"}], "spec",
+     "certificates", "export", "exit_code"}
+  The fields before "norm" describe the sublayer. min_width: lo = hi when exact; hi null
+  when no upper bound is known; [null, null] when no width absorbs it (proved). any_width:
+  is it absorbable at some width. "name" is the block's name in the spec; the bare block
+  is NAME_bare there when a norm sits beside it.
 
 files:
   --write-spec FILE  the spec that was decided: one block per sublayer loading its
-                     tensors from the checkpoint (paths relative to FILE), with
-                     `claim NAME is absorbable` and `query NAME`, each with its outcome
-                     as `# expect:`, so `absorb-prove --expect FILE` reproduces the
-                     answers. Never replaces an existing FILE (exit 2).
+                     tensors from the checkpoint (paths relative to FILE), with its norm
+                     clause, and the bare block NAME_bare, each with `claim NAME is
+                     absorbable` and `query NAME`, each with its outcome as `# expect:`,
+                     so `absorb-prove --expect FILE` reproduces the answers. Never
+                     replaces an existing FILE (exit 2).
   --certificates DIR one certificate document per claim (as `absorb-prove
                      --certificates`); needs --write-spec (the documents cite the spec).
   --export DIR       the skip-free checkpoint: each sublayer replaced by a plain MLP,
@@ -72,7 +84,7 @@ files:
                      or be empty.
 
 exit codes:
-  0  every sublayer decided at its own width (yes or no)
+  0  every sublayer (as the model computes it) decided at its own width (yes or no)
   1  (not used: a "no" is an answer, not a failure)
   2  an error: unreadable checkpoint, unknown activation, a tensor of the wrong shape,
      FILE or DIR exists, --export impossible, no MLP sublayer found (nothing written)
@@ -268,8 +280,8 @@ def table(report: ScanReport) -> str:
             out.append(f"  {answer.block.where} (bare block): {answer.bare.reason}")
     if any(a.normalised for a in report.blocks):
         out.append("NORM: where the norm sits (pre: x + F(N(x)), post: N(x + F(x)), sandwich: "
-                   "x + N2(F(N(x)))); ABSORBABLE and MIN WIDTH answer for that sublayer. BARE "
-                   "and BARE MIN: the bare block x + F(x), the paper's question.")
+                   "x + N2(F(N(x))));\n  ABSORBABLE and MIN WIDTH answer for that sublayer; "
+                   "BARE and BARE MIN for the bare block x + F(x), the paper's question")
     for skipped in report.skipped:
         out.append(f"skipped: {skipped.where}: {skipped.why}")
     counts = {k: sum(a.absorbable == k for a in report.blocks) for k in ("yes", "no", "unknown")}
