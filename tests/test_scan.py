@@ -407,3 +407,78 @@ def test_no_mlp_prints_no_empty_table(cli, tmp_path):
           {"encoder.layer.0.attention.query.weight": np.ones((3, 3), np.float32)})
     run = cli("scan", tmp_path)
     assert run.code == 2 and "NAME" not in run.out and "skipped:" in run.out, run.out
+
+
+# ---- normalised sublayers: what export may write -----------------------------------------
+
+def bert(folder: Path, d: int = 3, m: int = 4) -> Path:
+    """A BERT-shaped post-norm checkpoint: erf gelu with biases, output.LayerNorm after the
+    residual sum (model_type bert, layer_norm_eps 1e-12)."""
+    rng = np.random.default_rng(RNG_SEED)
+    prefix = "bert.encoder.layer.0."
+    tensors = {
+        prefix + "intermediate.dense.weight": rng.normal(size=(m, d)).astype(np.float32),
+        prefix + "intermediate.dense.bias": rng.normal(size=m).astype(np.float32),
+        prefix + "output.dense.weight": rng.normal(size=(d, m)).astype(np.float32),
+        prefix + "output.dense.bias": rng.normal(size=d).astype(np.float32),
+        prefix + "output.LayerNorm.weight": (1 + 0.1 * rng.normal(size=d)).astype(np.float32),
+        prefix + "output.LayerNorm.bias": (0.1 * rng.normal(size=d)).astype(np.float32),
+        prefix + "attention.self.query.weight": np.ones((d, d), np.float32),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    _save(folder / "model.safetensors", tensors)
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "bert", "hidden_size": d, "intermediate_size": m, "hidden_act": "gelu",
+         "layer_norm_eps": 1e-12}))
+    return folder
+
+
+def _gelu(z: np.ndarray) -> np.ndarray:
+    from math import erf, sqrt
+
+    return 0.5 * z * (1 + np.vectorize(erf)(z / sqrt(2)))
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    centred = x - x.mean(axis=1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + eps) * gamma + beta
+
+
+def test_a_post_norm_export_keeps_the_models_outputs(cli, tmp_path):
+    folder = bert(tmp_path / "b")
+    run = cli("scan", folder, "--export", tmp_path / "plain", "--json")
+    assert run.code == 0, run.err
+    [answer] = run.json()["blocks"]
+    assert answer["norm"]["placement"] == "post" and "projected block" in answer["method"]
+    before, after = _read(folder / "model.safetensors"), _read(tmp_path / "plain" /
+                                                              "model.safetensors")
+    p = "bert.encoder.layer.0."
+    width = json.loads((tmp_path / "plain" / "config.json").read_text())["absorb_formal"][
+        "width"]
+    assert after[p + "intermediate.dense.weight"].shape == (width, 3)
+    gamma, beta = before[p + "output.LayerNorm.weight"], before[p + "output.LayerNorm.bias"]
+    x = np.random.default_rng(1).normal(size=(400, 3)) * 3
+
+    def ffn(t: dict[str, np.ndarray], z: np.ndarray) -> np.ndarray:
+        hidden = _gelu(z @ t[p + "intermediate.dense.weight"].T + t[p + "intermediate.dense.bias"])
+        return hidden @ t[p + "output.dense.weight"].T + t[p + "output.dense.bias"]
+
+    # the model's own forward pass: LN(x + F(x)) before, LN(P(x)) after (residual dropped)
+    original = _layer_norm(x + ffn(before, x), gamma, beta, 1e-12)
+    exported = _layer_norm(ffn(after, x), gamma, beta, 1e-12)
+    assert np.abs(exported - original).max() < 1e-4 * np.abs(original).max()
+    # the bare block computes something else: the projection is what makes P fit
+    note = json.loads((tmp_path / "plain" / "config.json").read_text())["absorb_formal"]["note"]
+    assert "keep the norm" in note
+
+
+def test_a_pre_norm_export_is_refused_with_the_theorems_reason(cli, tmp_path):
+    folder = gpt2(tmp_path / "g")
+    run = cli("scan", folder, "--export", tmp_path / "plain")
+    assert run.code == 2 and "§10.2" in run.err and "--export-bare" in run.err, run.err
+    assert not (tmp_path / "plain").exists()
+    bare = cli("scan", folder, "--export", tmp_path / "bare", "--export-bare")
+    assert bare.code == 0, bare.err
+    record = json.loads((tmp_path / "bare" / "config.json").read_text())["absorb_formal"]
+    assert record["note"].startswith("NOT A DROP-IN REPLACEMENT")
+    assert cli("scan", folder, "--export-bare").code == 2  # needs --export

@@ -56,11 +56,11 @@ output:
   With --json, stdout holds one JSON document instead:
     {"path", "blocks": [{"name", "where", "activation", "dim", "width", "bias",
      "absorbable": "yes"|"no"|"unknown", "min_width": [lo, hi], "method", "reason",
-     "seconds", "norm": {"kind": "layernorm"|"rmsnorm"|null,
-     "placement": "pre"|"post"|"sandwich"|"unknown"|null, "eps": "<decimal>"|null},
-     "any_width": "yes"|"no"|"unknown", "bare": {"question", "absorbable", "min_width",
-     "any_width", "method", "reason"}}], "skipped": [{"where", "why"}], "spec",
-     "certificates", "export", "exit_code"}
+     "seconds", "norm": {"kind", "placement", "eps"}, "any_width": "yes"|"no"|"unknown",
+     "bare": {"question", "absorbable", "min_width", "any_width", "method", "reason"}}],
+     "skipped": [{"where", "why"}], "spec", "certificates", "export", "exit_code"}
+  norm: kind layernorm or rmsnorm, placement pre, post, sandwich or unknown, eps the
+  exact decimal (all null when no norm sits beside the MLP).
   The fields before "norm" describe the sublayer. min_width: lo = hi when exact; hi null
   when no upper bound is known; [null, null] when no width absorbs it (proved). any_width:
   is it absorbable at some width. "name" is the block's name in the spec; the bare block
@@ -81,7 +81,13 @@ files:
                      the input, other tensors unchanged, config.json's width keys updated
                      and an "absorb_formal" entry saying which sublayers lost their skip.
                      Refused when some sublayer has no proved width. DIR must not exist
-                     or be empty.
+                     or be empty. A post-norm sublayer N(x + F(x)) becomes N(P(x)):
+                     the plain P replaces the FFN and the norm stays. A pre-norm or
+                     sandwich sublayer has no skip-free form (docs/rules.md §10.2):
+                     export is refused with that reason.
+  --export-bare      with --export: write the bare blocks' witnesses instead (x + F(x),
+                     the paper's question). For a pre-norm model they are NOT drop-in
+                     replacements; config.json's record says so.
 
 exit codes:
   0  every sublayer (as the model computes it) decided at its own width (yes or no)
@@ -105,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write certificate documents (needs --write-spec)")
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="write the skip-free checkpoint to DIR")
+    parser.add_argument("--export-bare", action="store_true",
+                        help="with --export: write the bare blocks' witnesses (x + F(x)) "
+                             "where the model computes a pre-norm sublayer; NOT a drop-in "
+                             "replacement, and the record says so")
     parser.add_argument("--activation", metavar="NAME", help="override config.json's")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
@@ -187,7 +197,7 @@ def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, obje
     if args.export is not None:
         from .export import export_checkpoint
 
-        files["export"] = str(export_checkpoint(report, args.export))
+        files["export"] = str(export_checkpoint(report, args.export, bare=args.export_bare))
     return files
 
 
@@ -205,6 +215,8 @@ def _refusal(args: argparse.Namespace) -> str:
             return f"--write-spec {args.write_spec}: a spec file ends in .mlp"
         if problem := proofs.folder_problem(args.write_spec.parent):
             return f"--write-spec {args.write_spec}: {problem}"
+    if args.export_bare and args.export is None:
+        return "--export-bare needs --export DIR"
     if args.export is not None and args.export.exists() and (
             not args.export.is_dir() or any(args.export.iterdir())):
         return f"--export {args.export}: exists and is not an empty folder"
