@@ -312,3 +312,23 @@ def test_a_post_norm_block_beyond_the_exact_limit_is_decided_on_its_projection(t
     forged = copy.deepcopy(doc)
     forged["certificate"]["reduction"] = "bare block"
     assert verify(forged, reading.weights(doc)).status == "invalid"
+
+
+def test_export_writes_a_post_norm_witness_with_its_note_and_refuses_a_pre_norm_one(tmp_path):
+    from absorb_formal.export import ExportError, export, read_export
+
+    spec = tmp_path / "s.mlp"
+    spec.write_text(PROJECTED.format(norm="layernorm { eps 1e-12 }") + block(
+        "relu", "pre layernorm { eps 1e-5 }", name="Pre"))
+    record = export(spec, "P", tmp_path / "p.safetensors")
+    assert "keep the norm" in record["sublayer"] and "projected block" in record["sublayer"]
+    arrays, _ = read_export(tmp_path / "p.safetensors")
+    x = np.random.default_rng(0).normal(size=(200, 2)) * 3
+    plain = np.maximum(x @ arrays["up"].T, 0) @ arrays["down"].T
+    sublayer = load_text(spec.read_text(), "s.mlp", tmp_path).blocks["P"].evaluate(x)
+    centred = plain - plain.mean(axis=1, keepdims=True)
+    normed = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-12)
+    assert np.allclose(normed, sublayer, atol=1e-9)  # the model computes N(P(x))
+    with pytest.raises(ExportError, match="§10.2"):
+        export(spec, "Pre", tmp_path / "pre.safetensors")
+    assert not (tmp_path / "pre.safetensors").exists()
