@@ -332,3 +332,33 @@ def test_export_writes_a_post_norm_witness_with_its_note_and_refuses_a_pre_norm_
     with pytest.raises(ExportError, match="§10.2"):
         export(spec, "Pre", tmp_path / "pre.safetensors")
     assert not (tmp_path / "pre.safetensors").exists()
+
+
+@pytest.mark.parametrize(("act", "widths", "restarts"), [
+    ("relu", (8,), 1),
+    pytest.param("relu", (4, 8), 4, marks=pytest.mark.slow),
+    pytest.param("gelu", (4, 8), 4, marks=pytest.mark.slow),
+    pytest.param("silu", (4, 8), 4, marks=pytest.mark.slow)])
+def test_a_float_fit_of_a_pre_norm_sublayer_stays_far_from_zero_error(tmp_path, act, widths,
+                                                                       restarts):
+    """--fit's adversarial search, aimed at the sublayer itself (not its bare block), at the
+    block's width and twice it: a refuted sublayer must stay far from the fit's tolerance."""
+    from absorb_formal.numeric.backends import backend
+    from absorb_formal.numeric.fit import FIT_TOLERANCE, search
+
+    b = load_text(block(act, "pre layernorm { eps 1e-5 gamma = [1, 2, 1/2] beta = [0, 1, -1] }"),
+                  "s.mlp", tmp_path).blocks["B"]
+    for width in widths:
+        error, _ = search(b, width, restarts=restarts, engine=backend("numpy", "cpu"))
+        assert error > 1e3 * FIT_TOLERANCE, (width, error)
+
+
+def test_a_fit_of_a_post_norm_sublayer_reaches_its_projected_witness(tmp_path):
+    from absorb_formal.decide.sublayer import projected
+    from absorb_formal.numeric.backends import backend
+    from absorb_formal.numeric.fit import FIT_TOLERANCE, search
+
+    b = load_text(PROJECTED.format(norm="layernorm { eps 1e-12 }"), "s.mlp",
+                  tmp_path).blocks["P"]
+    error, _ = search(projected(b), 2, restarts=8, engine=backend("numpy", "cpu"))
+    assert error <= FIT_TOLERANCE  # absorbable at its width: the fit finds it too

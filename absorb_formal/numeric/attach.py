@@ -62,8 +62,8 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
     if options.fit and width is not None and block.is_concrete and fits:
         from .fit import fit_alarm, phrase
 
-        try:
-            alarm, report = fit_alarm(block, width, result, options.fit_restarts,
+        try:  # a post-norm sublayer is fitted as its reduced block (Lemma P), like its witness
+            alarm, report = fit_alarm(checked, width, result, options.fit_restarts,
                                       options.engine)
         except OutOfRange as error:
             alarm, report = "", {"skipped": str(error)}
