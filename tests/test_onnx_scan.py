@@ -178,11 +178,10 @@ def mlp(tmp_path: Path, act: Any, style: str = "matmul", bias: bool = True,
 
 # ---- the block a FoundBlock describes, in float64 ----------------------------------------------
 
-def _array(folder: Path, ref: TensorRef | None) -> np.ndarray | None:
+def _array(folder: Path, ref: TensorRef | None, vector: bool = False) -> np.ndarray | None:
     if ref is None:
         return None
-    array = load_array(folder / ref.file, ref.key).array() if not ref.key.endswith("bias") \
-        else load_array(folder / ref.file, ref.key, vector=True).array()
+    array = load_array(folder / ref.file, ref.key, vector=vector).array()
     array = np.asarray(array, dtype=np.float64)
     return array.T if ref.transpose else array
 
@@ -200,10 +199,10 @@ GATES = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu", "glu": "sigmoid"}
 def block_output(folder: Path, block: FoundBlock, x: np.ndarray) -> np.ndarray:
     up, down = _array(folder, block.up), _array(folder, block.down)
     assert up.shape == (block.width, block.dim) and down.shape == (block.dim, block.width)
-    ub, db = _array(folder, block.up_bias), _array(folder, block.down_bias)
+    ub, db = _array(folder, block.up_bias, True), _array(folder, block.down_bias, True)
     z = x @ up.T + (0 if ub is None else ub)
     if block.gate is not None:
-        gate, gb = _array(folder, block.gate), _array(folder, block.gate_bias)
+        gate, gb = _array(folder, block.gate), _array(folder, block.gate_bias, True)
         g = x @ gate.T + (0 if gb is None else gb)
         hidden = SIGMA[GATES[block.activation]](g) * z
     else:
@@ -402,21 +401,31 @@ def test_shapes_and_biases_that_do_not_fit_are_skipped(tmp_path):
     assert found == [] and any("mapping 4 values to 3" in s.why for s in skipped)
 
     b = Builder(4, 8)
-    weight = b.const(np.ones((4, 8)), node=True)  # a weight that is a Constant node
-    y = b.linear(relu(b, b.op("MatMul", ["x", weight])), 8, 4, "fc2")
-    path = tmp_path / "const_weight.onnx"
-    onnx.save(b.model(y), str(path))
-    found, skipped = find_blocks(path)
-    assert found == [] and any("weight is a Constant node" in s.why for s in skipped), skipped
-
-    b = Builder(4, 8)
     h = b.op("MatMul", ["x", b.init(np.ones((4, 8)), "fc1.weight")])
-    h = b.op("Add", [h, b.const(np.zeros(8), node=True)])  # a bias that is a Constant node
+    h = b.op("Add", [h, b.op("Relu", ["x"])])  # a "bias" computed from the input
     y = b.linear(relu(b, h), 8, 4, "fc2")
-    path = tmp_path / "const_bias.onnx"
+    path = tmp_path / "computed_bias.onnx"
     onnx.save(b.model(y), str(path))
     found, skipped = find_blocks(path)
-    assert found == [] and any("not an initializer" in s.why for s in skipped), skipped
+    assert all(block.up_bias is None or block.up_bias.key != h for block in found)
+
+
+def test_weights_and_biases_in_constant_nodes_are_found_and_loaded_by_output_name(tmp_path):
+    """Exporters keep weights in Constant nodes too (behind Identity nodes): each is loaded
+    by the Constant's output name, and the block computes what the graph does."""
+    b = Builder(4, 8)
+    rng = np.random.default_rng(5)
+    w1 = b.const(rng.standard_normal((4, 8)), node=True)  # in×out, as MatMul reads it
+    b1 = b.const(rng.standard_normal(8), node=True)
+    h = b.op("Add", [b.op("MatMul", ["x", b.op("Identity", [w1])]), b1])
+    w2 = b.const(rng.standard_normal((8, 4)), node=True)
+    y = b.op("MatMul", [silu(b, h), w2])
+    path = tmp_path / "const_weights.onnx"
+    onnx.save(b.model(y), str(path))
+    found, skipped = find_blocks(path)
+    assert [(f.activation, f.up.key, f.up_bias.key, f.down.key) for f in found] == \
+        [("silu", w1, b1, w2)], skipped
+    agrees(path, found[0])
 
 
 def test_torch_export_if_torch_is_installed(tmp_path):

@@ -412,7 +412,7 @@ _ONNX: dict[str, tuple[Stamp, onnx_file.Model]] = {}
 
 def _from_onnx(path: Path, key: str, version: Stamp) -> Loaded:
     model = _onnx_model(path, version[:5])
-    bits, kind = onnx_file.tensor_bits(onnx_file.tensor_of(model, key), model)
+    bits, kind = onnx_file.tensor_bits(onnx_file.tensor_of(model, key), model, key)
     return Loaded(bits, kind)
 
 

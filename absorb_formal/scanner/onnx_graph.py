@@ -1,13 +1,14 @@
 """Find the MLP sublayers of an ONNX model by graph pattern.
 
-The pattern: a linear layer (MatMul with an initializer weight, then an Add of an
-initializer bias; or Gemm), an activation subgraph, a second linear layer:
+The pattern: a linear layer (MatMul with a stored weight, then an Add of a stored bias; or
+Gemm), an activation subgraph, a second linear layer:
 
     x → MatMul(W1) → Add(b1) → σ → MatMul(W2) → Add(b2)
 
 or gated: σ(linear_gate(x)) ⊙ linear_up(x) → linear_down (swiglu, geglu, reglu, glu).
-Identity nodes are followed everywhere; a Transpose of an initializer weight is read as the
-transposed initializer. Weights of MatMul(x, W) are stored in×out, so `up` is W with `.T`;
+A stored tensor is an initializer or a Constant node's value (exporters write both; a
+Constant's tensor is loaded by its output name). Identity nodes are followed everywhere; a
+Transpose of a stored weight is read as the transposed tensor. Weights of MatMul(x, W) are stored in×out, so `up` is W with `.T`;
 Gemm's transB says which way its B is stored.
 
 The activation subgraph is read as an expression in the pre-activation and scalar
@@ -386,7 +387,7 @@ class Graph:
             raise Mismatch(f"a constant {name!r} of {count} values in an activation: not an "
                            "elementwise scalar")
         try:
-            bits, kind = onnx_file.tensor_bits(tensor, self.index)
+            bits, kind = onnx_file.tensor_bits(tensor, self.index, name)
         except onnx_file.OnnxError as error:
             raise Mismatch(f"a constant that cannot be read exactly: {error}") from None
         values = Loaded(bits.reshape(1, 1), kind).array()
@@ -408,28 +409,38 @@ class Graph:
             if perm and perm[0] != [1, 0]:
                 return None
             flipped, value = not flipped, node.input[0]
-        if value in self.initializers and len(self.initializers[value].dims) == 2:
+        tensor = self.stored(value)
+        if tensor is not None and len(tensor.dims) == 2:
             return value, flipped
         return None
 
+    def stored(self, value: str) -> Any:
+        """The tensor stored under a value's name (an initializer, or a Constant node's
+        value, as `load` reads it), or None when the value is computed."""
+        value = self.source(value)
+        if value in self.initializers:
+            return self.initializers[value]
+        node = self.producer.get(value)
+        if node is None or node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            return None
+        try:
+            return onnx_file.constant_tensor(node, self.file)
+        except onnx_file.OnnxError:
+            return None
+
     def dims(self, name: str) -> list[int]:
-        return [int(n) for n in self.initializers[name].dims]
+        return [int(n) for n in self.stored(name).dims]
 
     # -- linear layers ---------------------------------------------------------------------
 
     def linear_node(self, node: Any) -> Linear | None:
-        """A MatMul(x, W) or Gemm(x, W, C) node with an initializer weight, before any Add."""
+        """A MatMul(x, W) or Gemm(x, W, C) node with a stored weight, before any Add."""
         if node.domain not in ("", "ai.onnx") or node.op_type not in ("MatMul", "Gemm"):
             return None
         if len(node.input) < 2:
             return None
         found = self.weight(node.input[1])
         if found is None or self.constant_like(node.input[0]):
-            source = self.producer.get(self.source(node.input[1]))
-            if found is None and source is not None and source.op_type == "Constant" \
-                    and not self.constant_like(node.input[0]):
-                raise Mismatch(f"a {node.op_type} whose weight is a Constant node, not an "
-                               "initializer: load(...) reads initializers only")
             return None
         name, flipped = found
         rows, cols = self.dims(name)
@@ -460,17 +471,14 @@ class Graph:
 
     def bias(self, value: str, length: int) -> TensorRef:
         value = self.source(value)
-        if value not in self.initializers:
+        if self.stored(value) is None:
             what = self.producer[value].op_type if value in self.producer else "graph input"
-            raise Mismatch(f"a bias {value!r} that is a {what}, not an initializer: load(...) "
-                           "reads initializers")
-        dims = self.dims_any(value)
+            raise Mismatch(f"a bias {value!r} that is a {what}, not a stored tensor: load(...) "
+                           "reads initializers and Constant nodes")
+        dims = self.dims(value)
         if dims not in ([length], [1, length]):
             raise Mismatch(f"a bias {value!r} of shape {dims}, not [{length}]")
         return TensorRef(self.file, value)
-
-    def dims_any(self, name: str) -> list[int]:
-        return [int(n) for n in self.initializers[name].dims]
 
     def with_bias(self, linear: Linear) -> Linear:
         """The linear layer extended by an Add of a bias vector that follows it (if one)."""
@@ -725,10 +733,9 @@ def _gated(graph: Graph, value: str) -> tuple[str, Linear, Linear] | None:
 
 def _loadable(graph: Graph, key: str) -> None:
     try:
-        onnx_file.tensor_of(graph.index, key)
+        tensor = onnx_file.tensor_of(graph.index, key)
     except onnx_file.OnnxError as error:
         raise Mismatch(str(error)) from None
-    tensor = graph.initializers[key]
     if tensor.data_type not in onnx_file.DTYPES:
         raise Mismatch(f"initializer {key!r} has {onnx_file.type_name(tensor.data_type)}, "
                        "not a number type load(...) reads")
