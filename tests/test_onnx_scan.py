@@ -129,6 +129,10 @@ def silu(b: Builder, h: str) -> str:
     return b.op("Mul", [h, b.op("Sigmoid", [h])])
 
 
+def silu_scaled_by_one(b: Builder, h: str) -> str:  # x·Sigmoid(1.0·x): a Constant node 1.0
+    return b.op("Mul", [b.op("Sigmoid", [b.op("Mul", [b.const(1.0, node=True), h])]), h])
+
+
 def gelu_op(b: Builder, h: str) -> str:
     return b.op("Gelu", [h])
 
@@ -159,7 +163,8 @@ PLAIN = {
     "gelu_double_constants": (gelu_double_constants, "gelu"),
     "gelu_tanh_hf": (gelu_tanh_hf, "gelu_tanh"),
     "gelu_tanh_folded": (gelu_tanh_folded, "gelu_tanh"),
-    "silu": (silu, "silu"), "gelu_op": (gelu_op, "gelu"),
+    "silu": (silu, "silu"), "silu_scaled_by_one": (silu_scaled_by_one, "silu"),
+    "gelu_op": (gelu_op, "gelu"),
     "gelu_op_tanh": (gelu_op_tanh, "gelu_tanh"),
     "tanh": (tanh, "tanh"), "identity_nodes": (with_identity, "relu"),
     "leaky_relu": (leaky, "leaky_relu(1/4)"), "fast_gelu": (fast_gelu, "gelu_tanh"),
@@ -370,7 +375,10 @@ NEAR_MISSES = {
     "1 written 1.0001": (erf_outer(0.5, 1.0001), "not exactly 1"),
     "0.044715 written 0.045": (tanh_with(SQRT_2_PI, 0.045), "x³ coefficient"),
     "√(2/π) written 0.8": (tanh_with(0.8, 0.044715), "x coefficient"),
-    "quick gelu": (quick_gelu, "not silu"),
+    "quick gelu": (quick_gelu, "x·sigmoid(c·x) with c = 1.70200002 (from 'c_3') is not an "
+                   "activation the language has exactly (silu needs c = 1)"),
+    "sigmoid of x²": (lambda b, h: b.op("Mul", [h, b.op("Sigmoid", [b.op("Mul", [h, h])])]),
+                      "sigmoid argument is not c·x"),
     "erf of x²": (erf_of_square, "not x/√2"),
     "√2 written NaN": (erf_scaled(float("nan")), "not a finite number"),
 }

@@ -16,7 +16,7 @@ constants, whose values are read exactly (`language.onnx_file`), and recognised 
 relu; gelu (x·½·(1 + erf(x/√2)) in any order and grouping, x/√2 as a Div by √2 or a Mul by
 1/√2; or the Gelu op); gelu_tanh (x·½·(1 + tanh(√(2/π)(x + 0.044715x³))), the cube as Pow
 or as products, the constants apart or folded; or Gelu with approximate="tanh"); silu
-(x·Sigmoid(x)); tanh; sigmoid; leaky_relu(α) (LeakyRelu, α the exact value of its float32
+(x·Sigmoid(c·x) with c = 1 exactly: Mul by 1.0 is no change); tanh; sigmoid; leaky_relu(α) (LeakyRelu, α the exact value of its float32
 attribute); the com.microsoft Gelu and FastGelu ops without a bias input. ½ and 1 must be
 exact; √2, 1/√2, √(2/π) and 0.044715 must
 each be within one unit in the last place of its own float format of the true value (the
@@ -281,12 +281,20 @@ def _silu(e: Expr) -> str:
     if not _others_one(nums, []):
         raise Mismatch(f"a sigmoid subgraph c·x·sigmoid(x) with c ≠ 1 "
                        f"({', '.join(show(n) for n in nums)}): not silu")
-    argument = sig[0].args[0]
-    if not isinstance(argument, Leaf):
-        scale = [p for p in factors(argument) if isinstance(p, Num)]
-        raise Mismatch(f"x·sigmoid(β·x) with β from {', '.join(show(n) for n in scale) or '?'}"
-                       ": not silu (β = 1)")
-    return "silu"
+    argument = factors(sig[0].args[0])
+    scale = [p for p in argument if isinstance(p, Num)]
+    if len(argument) != len(scale) + 1 or not any(isinstance(p, Leaf) for p in argument):
+        raise Mismatch("a sigmoid subgraph x·sigmoid(...) whose sigmoid argument is not c·x: "
+                       "not silu")
+    c = Fraction(1)
+    for n in scale:
+        c *= n.value
+    if c != 1:  # x·sigmoid(1.702x) (quick gelu), swish with β ≠ 1
+        raise Mismatch(f"x·sigmoid(c·x) with c = {float(c):.9g} "
+                       f"(from {', '.join(repr(n.const.name) for n in scale)}) is not an "
+                       "activation the "
+                       "language has exactly (silu needs c = 1)")
+    return "silu"  # c = 1 exactly: x·sigmoid(x)
 
 
 # ---- the graph --------------------------------------------------------------------------------
