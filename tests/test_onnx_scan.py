@@ -325,7 +325,81 @@ def test_external_data_models_are_scanned(tmp_path):
     onnx.save(b.model(y), str(path), save_as_external_data=True, all_tensors_to_one_file=True,
               location="ext.bin", size_threshold=0)  # constants go out too
     [block], _ = find_blocks(path)
-    assert block.activation == "gelu" and block.name == "mlp0"
+    assert block.activation == "gelu" and block.name == "fc1"
+    agrees(path, block)
+
+
+# ---- as exporters write them --------------------------------------------------------------------
+
+def paddle_gelu(b: Builder, h: str) -> str:
+    """paddle2onnx's gelu: shape-[1] Constant nodes, x/√2 → Erf → +1 → ·x → ·½."""
+    def const(value: float) -> str:
+        name = b.fresh("p2o.Constant")
+        b.nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+            np.array([value], np.float32))))
+        return name
+    e = b.op("Erf", [b.op("Div", [h, const(SQRT2)])])
+    return b.op("Mul", [b.op("Mul", [h, b.op("Add", [e, const(1.0)])]), const(0.5)])
+
+
+def torch_tanh_gelu(b: Builder, h: str) -> str:
+    """torch.onnx's gelu(approximate='tanh'): x·(x·x), √(2/π) as √2·(2/√π)·½ folded."""
+    cube = b.op("Mul", [h, b.op("Mul", [h, h])])
+    inner = b.op("Mul", [b.const(SQRT_2_PI), b.op("Add", [h, b.op("Mul", [b.const(0.044715),
+                                                                          cube])])])
+    t = b.op("Add", [b.const(1.0), b.op("Tanh", [inner])])
+    return b.op("Mul", [b.op("Mul", [b.const(0.5), h]), t])
+
+
+def test_paddle2onnx_graphs_are_found_and_named_by_their_weights(tmp_path):
+    """paddle2onnx: node names p2o.*, weights linear_N.w_0 stored in×out behind Identity
+    nodes, biases linear_N.b_0: the block is named by its weights, never by its nodes."""
+    b = Builder(4, 8)
+    x = "x"
+    for layer in range(2):
+        names = [f"linear_{2 * layer + i}" for i in range(2)]
+        h = x
+        for i, (fan_in, fan_out) in enumerate(((4, 8), (8, 4))):
+            w = b.rng.standard_normal((fan_in, fan_out)).astype(np.float32)
+            weight = b.op("Identity", [b.init(w, f"{names[i]}.w_0")])
+            h = b.op("MatMul", [h, weight])
+            h = b.op("Add", [h, b.init(b.rng.standard_normal(fan_out), f"{names[i]}.b_0")])
+            if i == 0:
+                h = paddle_gelu(b, h)
+        x = b.op("Add", [x, h])
+    for i, node in enumerate(b.nodes):
+        node.name = f"p2o.{node.op_type}.{i}"
+    path = tmp_path / "paddle.onnx"
+    onnx.save(b.model(x, residual=False), str(path))
+    found, skipped = find_blocks(path)
+    assert [(f.name, f.where, f.activation) for f in found] == [
+        ("linear_0", "linear_0.w_0 → linear_1.w_0", "gelu"),
+        ("linear_2", "linear_2.w_0 → linear_3.w_0", "gelu")], skipped
+    assert skipped == []
+    assert not any("p2o" in f.name or "p2o" in f.where for f in found)
+    x_in = np.random.default_rng(2).standard_normal((16, 4))
+    model = onnx.load(str(path))
+    out = run(model, {"x": x_in})[model.graph.output[0].name]
+    y = x_in + block_output(tmp_path, found[0], x_in)
+    np.testing.assert_allclose(out, y + block_output(tmp_path, found[1], y), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_torch_tanh_gelu_and_generated_weight_names(tmp_path):
+    """torch.onnx writes x·(x·x) for the cube, and names a pre-transposed nn.Linear weight
+    `onnx::MatMul_N`: the block is named by its biases' module (`fc1.bias` → `fc1`)."""
+    b = Builder(4, 8)
+    w1 = b.init(b.rng.standard_normal((4, 8)), "onnx::MatMul_17")
+    h = b.op("Add", [b.init(b.rng.standard_normal(8), "fc1.bias"), b.op("MatMul", ["x", w1])])
+    w2 = b.init(b.rng.standard_normal((8, 4)), "onnx::MatMul_18")
+    y = b.op("Add", [b.init(b.rng.standard_normal(4), "fc2.bias"),
+                     b.op("MatMul", [torch_tanh_gelu(b, h), w2])])
+    path = tmp_path / "torch_tanh.onnx"
+    onnx.save(b.model(y), str(path))
+    [block], skipped = find_blocks(path)
+    assert (block.name, block.where, block.activation) == \
+        ("fc1", "fc1.bias → fc2.bias", "gelu_tanh"), skipped
+    assert block.up == TensorRef("torch_tanh.onnx", "onnx::MatMul_17", True)
     agrees(path, block)
 
 

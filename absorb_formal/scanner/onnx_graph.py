@@ -652,6 +652,9 @@ def find_blocks(path: Path) -> tuple[list[FoundBlock], list[Skipped]]:
         if block is not None:
             found.append(block[0])
             used.update(block[1])
+    # a layer tried as a second layer and passed over may be the first layer of a block
+    # found later: a block is listed once, as found
+    skipped = [s for s in skipped if s.where not in used]
     for i, node in enumerate(graph.nodes):
         where = _where(node, i)
         if where in used or where in mentioned:
@@ -707,10 +710,8 @@ def _block(graph: Graph, down: Linear, count: int, names: set[str]
                      "identity skip")
     if activation in ("gelu", "gelu_tanh", "geglu") and gated is None:
         notes.append(f"activation read as {activation} from its subgraph's constants")
-    name = _name(up.weight.key, down.weight.key, count, names)
+    name, where = _name(_tensor_name(up), _tensor_name(down), count, names)
     nodes = [n for layer in [up, down] + ([gate] if gate else []) for n in layer.nodes]
-    where = (f"{_where(up.node, graph.nodes.index(up.node))} → "
-             f"{_where(down.node, graph.nodes.index(down.node))}")
     block = FoundBlock(name=name, where=where, activation=activation, dim=d, width=m,
                        up=up.weight, down=down.weight, gate=gate.weight if gate else None,
                        up_bias=up.bias, gate_bias=gate.bias if gate else None,
@@ -755,14 +756,33 @@ def _residual(graph: Graph, output: str) -> bool:
                for user in graph.users(output))
 
 
-def _name(up: str, down: str, count: int, taken: set[str]) -> str:
-    """A block name from the weights' common leading components (`h.0.mlp.c_fc.weight`,
-    `h.0.mlp.c_proj.weight` → `h_0_mlp`), else `mlpN`."""
+TENSOR_SUFFIXES = {"weight", "bias", "w_0", "b_0", "w", "b", "kernel"}
+
+
+def _tensor_name(layer: Linear) -> str:
+    """The name a layer's tensors give it: its weight's, or its bias's when the weight has
+    only an exporter's generated name (`onnx::MatMul_123`, a pre-transposed nn.Linear)."""
+    key = layer.weight.key
+    if key.startswith("onnx::") and layer.bias is not None:
+        return layer.bias.key
+    return key
+
+
+def _name(up: str, down: str, count: int, taken: set[str]) -> tuple[str, str]:
+    """(block name, where) from the layers' tensor names, never from node names: their
+    common leading components (`h.0.mlp.c_fc.weight`, `h.0.mlp.c_proj.weight` → `h_0_mlp`,
+    `h.0.mlp`), else the up layer's own name without its `weight` (`linear_0.w_0` →
+    `linear_0`, where `linear_0.w_0 → linear_1.w_0`); `mlpN` when that is a generated
+    name."""
     a, b = re.split(r"[./]", up), re.split(r"[./]", down)
     common = 0
     while common < min(len(a), len(b)) - 1 and a[common] == b[common]:
         common += 1
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(a[:common])).strip("_")
+    if common:
+        parts, where = a[:common], ".".join(a[:common])
+    else:
+        parts, where = a[:-1] if len(a) > 1 and a[-1] in TENSOR_SUFFIXES else a, f"{up} → {down}"
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(parts)).strip("_")
     if not name or name.startswith("onnx") or name[0].isdigit():
         name = f"mlp{count}"
     if name in KEYWORDS:
@@ -770,4 +790,4 @@ def _name(up: str, down: str, count: int, taken: set[str]) -> str:
     base, n = name, 2
     while name in taken:
         name, n = f"{base}_{n}", n + 1
-    return name
+    return name, where
