@@ -17,8 +17,9 @@ value is then decoded here, apart from the prover's reader, into exact dyadic ra
 
 Refused, as the prover refuses them: an initializer name twice (sparse ones included); a
 name that is an initializer and a node's output; a name two nodes output; a Constant node
-with other than one attribute, or with a value that is not a dense number tensor; a tensor with its values in two places
-(raw_data, a typed field, external data), in the wrong typed field, or in segments;
+with other than one attribute, or with a value that is not a dense number tensor; a tensor
+with its values in two places (raw_data, a typed field, external data), in the wrong typed
+field, or in segments;
 external data entries named twice or unknown, or a location outside the model's folder;
 dtypes other than FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8-64, UINT8-64, BOOL.
 """

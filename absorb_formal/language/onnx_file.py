@@ -22,9 +22,9 @@ format assigns to its data type, without any conversion that could round:
 Ambiguous files are refused (the checker, `checker/onnx_file.py`, refuses the same ones): an
 initializer name occurring twice (sparse initializers included), a name that is both an
 initializer and a node's output (a Constant node, say), a name that two nodes output, a
-Constant node with other than one attribute or with a sparse or string value, a tensor with both `raw_data` and a
-typed field, or with external data and in-file data, or with `segment` set, or external data
-entries named twice or unknown.
+Constant node with other than one attribute or with a sparse or string value, a tensor
+with both `raw_data` and a typed field, or with external data and in-file data, or with
+`segment` set, or external data entries named twice or unknown.
 
 Dtypes read: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64, UINT8/16/32/64, BOOL. Others
 (strings, complex, 8-bit and 4-bit floats, 4-bit integers) are refused.

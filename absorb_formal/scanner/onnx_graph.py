@@ -8,20 +8,20 @@ Gemm), an activation subgraph, a second linear layer:
 or gated: σ(linear_gate(x)) ⊙ linear_up(x) → linear_down (swiglu, geglu, reglu, glu).
 A stored tensor is an initializer or a Constant node's value (exporters write both; a
 Constant's tensor is loaded by its output name). Identity nodes are followed everywhere; a
-Transpose of a stored weight is read as the transposed tensor. Weights of MatMul(x, W) are stored in×out, so `up` is W with `.T`;
-Gemm's transB says which way its B is stored.
+Transpose of a stored weight is read as the transposed tensor. Weights of MatMul(x, W) are
+stored in×out, so `up` is W with `.T`; Gemm's transB says which way its B is stored.
 
 The activation subgraph is read as an expression in the pre-activation and scalar
 constants, whose values are read exactly (`language.onnx_file`), and recognised as:
 relu; gelu (x·½·(1 + erf(x/√2)) in any order and grouping, x/√2 as a Div by √2 or a Mul by
 1/√2; or the Gelu op); gelu_tanh (x·½·(1 + tanh(√(2/π)(x + 0.044715x³))), the cube as Pow
 or as products, the constants apart or folded; or Gelu with approximate="tanh"); silu
-(x·Sigmoid(c·x) with c = 1 exactly: Mul by 1.0 is no change); tanh; sigmoid; leaky_relu(α) (LeakyRelu, α the exact value of its float32
-attribute); the com.microsoft Gelu and FastGelu ops without a bias input. ½ and 1 must be
-exact; √2, 1/√2, √(2/π) and 0.044715 must
-each be within one unit in the last place of its own float format of the true value (the
-exporter's rounding of it). Anything else — a subgraph that merely looks alike — is
-skipped with the reason.
+(x·Sigmoid(c·x) with c = 1 exactly: a Mul by 1.0 is no change); tanh; sigmoid;
+leaky_relu(α) (LeakyRelu, α the exact value of its float32 attribute); the com.microsoft
+Gelu and FastGelu ops without a bias input. ½ and 1 must be exact; √2, 1/√2, √(2/π) and
+0.044715 must each be within one unit in the last place of its own float format of the
+true value (the exporter's rounding of it). Anything else — a subgraph that merely looks
+alike — is skipped with the reason.
 
 Scan asks whether a skip could be absorbed, so each MLP is a sublayer with an identity
 skip; a block whose output is not seen feeding an Add (a residual) says so in its notes.
@@ -42,6 +42,7 @@ from .. import exactarray
 from ..language import onnx_file
 from ..language.arrays import Loaded
 from .found import FoundBlock, ScanError, Skipped, TensorRef
+from .onnx_norms import Norms
 
 # π to 40 digits, as an interval (the gelu_tanh constant √(2/π) is tested against it)
 PI_LO = Fraction(31415926535897932384626433832795028841, 10**37)
@@ -332,6 +333,13 @@ class Graph:
                 self.consumers.setdefault(name, []).append(node)
         self.inputs = {i.name for i in graph.input}
         self.initializers = self.index.initializers
+        self._norms: Norms | None = None
+
+    def norms(self) -> Norms:
+        """The graph's norms (found once, when a sublayer first asks)."""
+        if self._norms is None:
+            self._norms = Norms(self)
+        return self._norms
 
     # -- values -------------------------------------------------------------------------
 
@@ -386,6 +394,14 @@ class Graph:
                 bits = 24 if attribute.name == "value_floats" else None
                 return Const(Fraction(items[0]), bits, value)
         raise Mismatch(f"a Constant node {value!r} of a kind that is not read")
+
+    def scalar(self, value: str) -> Fraction | None:
+        """The exact value of a scalar constant, None when the value is none."""
+        try:
+            const = self.constant(value)
+        except Mismatch:
+            return None
+        return None if const is None else const.value
 
     def _tensor_const(self, tensor: Any, name: str) -> Const:
         count = 1
@@ -705,7 +721,10 @@ def _block(graph: Graph, down: Linear, count: int, names: set[str]
                 if ref.key in graph.inputs:
                     notes.append(f"initializer {ref.key!r} is also a graph input (a default "
                                  "that a runtime may override); its stored value is read")
-    if not _residual(graph, down.output):
+    norm, why = graph.norms().beside(up.input, down.output, d, graph.file)
+    if why:
+        notes.append(why)
+    if not _residual(graph, down.output) and (norm is None or norm.placement != "sandwich"):
         notes.append("no residual Add around it was seen: decided as a sublayer with an "
                      "identity skip")
     if activation in ("gelu", "gelu_tanh", "geglu") and gated is None:
@@ -715,7 +734,7 @@ def _block(graph: Graph, down: Linear, count: int, names: set[str]
     block = FoundBlock(name=name, where=where, activation=activation, dim=d, width=m,
                        up=up.weight, down=down.weight, gate=gate.weight if gate else None,
                        up_bias=up.bias, gate_bias=gate.bias if gate else None,
-                       down_bias=down.bias, notes=tuple(notes))
+                       down_bias=down.bias, notes=tuple(notes), norm=norm)
     return block, [_where(n, graph.nodes.index(n)) for n in nodes]
 
 
