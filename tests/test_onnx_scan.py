@@ -403,6 +403,23 @@ def test_torch_tanh_gelu_and_generated_weight_names(tmp_path):
     agrees(path, block)
 
 
+def test_an_activation_that_contradicts_the_graph_needs_force(tmp_path):
+    from absorb_formal.scanner.find import find_blocks as scan_blocks
+    from absorb_formal.scanner.find import open_checkpoint
+    from absorb_formal.scanner.found import ScanError
+
+    checkpoint = open_checkpoint(mlp(tmp_path, relu))
+    with pytest.raises(ScanError) as error:
+        scan_blocks(checkpoint, "gelu")
+    message = str(error.value)
+    assert "--activation gelu (gelu) contradicts the graph, which computes relu" in message
+    assert "--force-activation" in message
+    [block], _ = scan_blocks(checkpoint, "gelu", force=True)
+    assert block.activation == "gelu"
+    [block], _ = scan_blocks(checkpoint, "relu")
+    assert block.activation == "relu"
+
+
 # ---- near misses: skipped, with the reason ----------------------------------------------------
 
 def erf_scaled(c: float) -> Any:

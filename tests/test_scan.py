@@ -224,6 +224,42 @@ def test_usage_errors_are_exit_2_with_a_message(cli, tmp_path):
     assert run.code == 2 and "--timeout" in run.err
 
 
+def test_an_activation_that_contradicts_config_json_needs_force(cli, tmp_path):
+    folder = gpt2(tmp_path / "g", activation="relu")
+    with pytest.raises(ScanError) as error:
+        find_named(open_checkpoint(folder), "gelu_new")
+    message = str(error.value)
+    assert "--activation gelu_new (gelu_tanh) contradicts config.json's 'relu' (relu)" in \
+        message and "--force-activation" in message, message
+    found, _ = find_named(open_checkpoint(folder), "gelu_new", force=True)
+    assert {b.activation for b in found} == {"gelu_tanh"}
+    found, _ = find_named(open_checkpoint(folder), "relu")  # agreeing: no force needed
+    assert {b.activation for b in found} == {"relu"}
+    run = cli("scan", folder, "--activation", "tanh")
+    assert run.code == 2 and "contradicts config.json's 'relu'" in run.err, run.err
+    run = cli("scan", folder, "--force-activation")
+    assert run.code == 2 and "--force-activation needs --activation" in run.err
+    # a config activation the language lacks is no licence to decide another one
+    odd = gpt2(tmp_path / "q", activation="quick_gelu")
+    with pytest.raises(ScanError, match="'quick_gelu' .an activation the language does not"):
+        find_named(open_checkpoint(odd), "gelu")
+    assert find_named(open_checkpoint(odd), "gelu", force=True)[0][0].activation == "gelu"
+
+
+def test_weights_without_config_json_ask_for_activation_saying_why(tmp_path):
+    folder = gpt2(tmp_path / "g")
+    (folder / "config.json").unlink()
+    with pytest.raises(ScanError) as error:
+        find_named(open_checkpoint(folder / "model.safetensors"), None)
+    assert "there is no config.json beside the weights" in str(error.value)
+    assert "give --activation NAME" in str(error.value)
+    (folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(ScanError, match="config.json names none"):
+        find_named(open_checkpoint(folder), None)
+    found, _ = find_named(open_checkpoint(folder), "relu")  # nothing to contradict
+    assert {b.activation for b in found} == {"relu"}
+
+
 def test_the_api_returns_the_same_answers_as_the_command(cli, tmp_path):
     report = absorb_formal.scan(gpt2(tmp_path / "g"))
     shown = cli("scan", "--json", tmp_path / "g").json()["blocks"]

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..language import SpecError, activation_named
 from ..language.arrays import ArrayError, shapes
@@ -62,7 +62,8 @@ def language_activation(name: str, gated: bool, where: str) -> str:
         raise ScanError(f"{where}: a gated block with activation {name!r} ({plain}) has no "
                         f"exact counterpart in the language (gated: "
                         f"{', '.join(f'{k} -> {v}' for k, v in GATED_NAMES.items())}); give "
-                        "--activation NAME to decide another activation instead")
+                        "--activation NAME --force-activation to decide another activation "
+                        "instead")
     return GATED_NAMES[plain]
 
 
@@ -247,15 +248,17 @@ def block_name(where: str) -> str:
     return name if re.match(r"[A-Za-z_]", name) else f"b_{name}"
 
 
-def find_named(checkpoint: Checkpoint, activation: str | None
+def find_named(checkpoint: Checkpoint, activation: str | None, force: bool = False
                ) -> tuple[list[FoundBlock], list[Skipped]]:
     """Every MLP sublayer the naming conventions find, in checkpoint order, and what was
-    passed over; `activation` (a --activation value) overrides config.json."""
+    passed over. `activation` (a --activation value) is decided where config.json names
+    none; where it names one, the two must agree unless `force`."""
     tensors = checkpoint.tensors
     taken: set[str] = set()
     found: list[FoundBlock] = []
     skipped: list[Skipped] = []
-    named = activation or config_activation(checkpoint.config)
+    named = Named(activation, config_activation(checkpoint.config), force,
+                  _config_path(checkpoint.path))
     hidden = _hidden_size(checkpoint.config)
     partial: dict[str, str] = {}  # up tensors whose convention's other tensors are missing
     for convention in CONVENTIONS:
@@ -318,8 +321,55 @@ def _hidden_size(config: dict[str, Any]) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class Named:
+    """The activation asked for (--activation), the one config.json names, whether the
+    first may contradict the second, and where config.json would be."""
+
+    asked: str | None
+    config: str | None
+    force: bool
+    config_file: Path
+
+    def activation(self, gated: bool, where: str) -> str:
+        """The language's activation to decide for a plain or gated block."""
+        if self.asked is None and self.config is None:
+            if not self.config_file.is_file():
+                raise ScanError(f"{where}: no activation: there is no config.json beside the "
+                                f"weights ({self.config_file}) to name it; give --activation "
+                                f"NAME (known: {known_names()})")
+            raise ScanError(f"{where}: no activation: {self.config_file} names none (keys "
+                            f"{', '.join(ACTIVATION_KEYS)}); give --activation NAME "
+                            f"(known: {known_names()})")
+        if self.asked is None:
+            return language_activation(str(self.config), gated, where)
+        asked = language_activation(self.asked, gated, where)
+        if self.config is not None and not self.force:
+            try:
+                stated = language_activation(self.config, gated, where)
+            except ScanError:
+                stated = None
+            if stated != asked:
+                said = f"{stated}" if stated else "an activation the language does not have"
+                contradicts(where, self.asked, asked,
+                            f"config.json's {self.config!r} ({said})")
+        return asked
+
+
+def contradicts(where: str, asked: str, meant: str, stated: str) -> NoReturn:
+    """ScanError: --activation names another activation than the model states."""
+    raise ScanError(f"{where}: --activation {asked} ({meant}) contradicts {stated}: deciding "
+                    "it would answer for another function than the model computes; give "
+                    "--force-activation to decide it anyway")
+
+
+def _config_path(path: Path) -> Path:
+    """Where the checkpoint's config.json is read from."""
+    return (path if path.is_dir() else path.parent) / "config.json"
+
+
 def _block(checkpoint: Checkpoint, convention: Convention, names: dict[str, str], where: str,
-           activation: str | None, hidden: int | None) -> FoundBlock:
+           activation: Named, hidden: int | None) -> FoundBlock:
     tensors = checkpoint.tensors
 
     def ref(name: str, transpose: bool) -> TensorRef:
@@ -361,11 +411,7 @@ def _block(checkpoint: Checkpoint, convention: Convention, names: dict[str, str]
             raise ScanError(f"{where}: {tensor(names['gate'] + '.weight')} has shape {gate_shape}, "
                             f"expected {up_shape} (as the up tensor)")
         gate = ref(f"{names['gate']}.weight", flip)
-    if activation is None:
-        raise ScanError(f"{where}: no activation: config.json names none (keys "
-                        f"{', '.join(ACTIVATION_KEYS)}); give --activation NAME "
-                        f"(known: {known_names()})")
-    act = language_activation(activation, gate is not None, where)
+    act = activation.activation(gate is not None, where)
     biases: dict[str, TensorRef | None] = {}
     for part, size in (("up", m), ("gate", m), ("down", d)):
         key = f"{names[part]}.bias" if part in names else None
@@ -396,20 +442,27 @@ def _passed_over(tensors: dict[str, Any], taken: set[str]) -> list[Skipped]:
                     why.get(kind, "not an MLP sublayer")) for kind, keys in groups.items()]
 
 
-def find_blocks(checkpoint: Checkpoint, activation: str | None
+def find_blocks(checkpoint: Checkpoint, activation: str | None, force: bool = False
                 ) -> tuple[list[FoundBlock], list[Skipped]]:
-    """The MLP sublayers of a checkpoint: by naming convention, or by graph pattern (ONNX)."""
+    """The MLP sublayers of a checkpoint: by naming convention, or by graph pattern (ONNX).
+    `activation` (--activation) must agree with the activation config.json names or the
+    graph computes, unless `force` (--force-activation)."""
     if checkpoint.kind == "onnx":
         from . import onnx_graph  # says when the optional onnx package is missing
 
         found, skipped = onnx_graph.find_blocks(checkpoint.path)
         if activation is not None:
-            found = [_with_activation(b, activation) for b in found]
+            found = [_with_activation(b, activation, force, checkpoint.path) for b in found]
         return found, skipped
-    return find_named(checkpoint, activation)
+    return find_named(checkpoint, activation, force)
 
 
-def _with_activation(block: FoundBlock, activation: str) -> FoundBlock:
+def _with_activation(block: FoundBlock, activation: str, force: bool, path: Path
+                     ) -> FoundBlock:
     from dataclasses import replace
-    return replace(block, activation=language_activation(activation, block.gate is not None,
-                                                         block.where))
+
+    asked = language_activation(activation, block.gate is not None, f"{path}: {block.where}")
+    if block.activation and asked != block.activation and not force:
+        contradicts(f"{path}: {block.where}", activation, asked,
+                    f"the graph, which computes {block.activation}")
+    return replace(block, activation=asked)
