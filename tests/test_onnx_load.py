@@ -328,6 +328,13 @@ def test_a_missing_initializer_names_the_file_the_key_and_some_that_exist(tmp_pa
     assert "output of a Relu node" in checker(computed, "K")
 
 
+def test_a_truncated_model_is_said_to_be_truncated_or_not_onnx_by_both_readers(tmp_path):
+    path = model(tmp_path / "m.onnx", [W])
+    path.write_bytes(path.read_bytes()[:-5])
+    assert "'m.onnx' is not a readable ONNX model: truncated or not ONNX" in prover(path, "W")
+    assert "is not a readable ONNX model: truncated or not ONNX" in checker(path, "W")
+
+
 # ---- tensors held in Constant nodes -------------------------------------------------------------
 
 def constant_nodes(cases: dict[str, tuple[Any, Any]]) -> list[Any]:

@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import did_you_mean, listed
+
 Stamp = tuple[int, ...]
 
 # data_type → (numpy dtype of the bits, the typed field that may hold them, kind)
@@ -198,20 +200,6 @@ def tensor_of(model: Model, key: str) -> Any:
     names = sorted(set(model.initializers) | set(model.constants))
     raise OnnxError(f"{model.name!r} has no initializer {key!r}"
                     f"{did_you_mean(key, names)} (it has: {listed(names)})")
-
-
-def listed(names: list[str]) -> str:
-    """The first ten of some names, and how many there are in all."""
-    return (", ".join(names[:10]) + (f", ... ({len(names)} in all)" if len(names) > 10
-                                      else "")) or "none"
-
-
-def did_you_mean(key: str, names: list[str]) -> str:
-    """'; did you mean 'NAME'?' for the nearest of `names` to a mistyped `key`, or ''."""
-    import difflib
-
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 SCALAR_ATTRIBUTES = {"value_float": (1, "float_data"), "value_floats": (1, "float_data"),
