@@ -600,6 +600,26 @@ def test_a_malformed_graph_with_cycles_ends(tmp_path):
     assert found == []
 
 
+def test_unreadable_models_and_exports_are_refused_before_anything_is_decided(cli, tmp_path):
+    """A truncated model is said to be truncated or not ONNX (not a protobuf DecodeError);
+    --export of an ONNX model is refused before the scan runs, so no table is printed; a
+    folder of several models asks which one."""
+    path = mlp(tmp_path, relu)
+    run = cli("scan", path, "--export", tmp_path / "out")
+    assert run.code == 2 and "--export writes safetensors and npz checkpoints" in run.err
+    assert run.out == "" and not (tmp_path / "out").exists(), run.out  # nothing was decided
+    cut = tmp_path / "cut" / "m.onnx"
+    cut.parent.mkdir()
+    cut.write_bytes(path.read_bytes()[:-7])
+    run = cli("scan", cut)
+    assert run.code == 2 and "'m.onnx' is not a readable ONNX model: truncated or not ONNX" \
+        in run.err and "Traceback" not in run.err, run.err
+    mlp(tmp_path / "cut", relu, name="other.onnx")
+    run = cli("scan", tmp_path / "cut")
+    assert run.code == 2 and "2 .onnx models (m.onnx, other.onnx): name the one to scan" \
+        in run.err, run.err
+
+
 def test_corrupted_models_are_refused_or_scanned_never_crash(tmp_path):
     """Byte flips in models of every pattern: find_blocks returns, or raises ScanError (not
     a model); 6000 flips were run by hand, 300 here."""

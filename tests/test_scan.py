@@ -260,6 +260,40 @@ def test_weights_without_config_json_ask_for_activation_saying_why(tmp_path):
     assert {b.activation for b in found} == {"relu"}
 
 
+def test_archives_name_the_model_files_inside_and_say_to_extract(tmp_path):
+    import zipfile
+
+    folder = gpt2(tmp_path / "g")
+    for suffix in (".zip", ".whl"):
+        archive = tmp_path / f"model{suffix}"
+        with zipfile.ZipFile(archive, "w") as out:
+            out.write(folder / "model.safetensors", "pkg/model.safetensors")
+            out.write(folder / "config.json", "pkg/config.json")
+            out.writestr("pkg/m.onnx", b"")
+        with pytest.raises(ScanError) as error:
+            open_checkpoint(archive)
+        assert "extract it" in str(error.value)
+        assert "pkg/model.safetensors, pkg/m.onnx" in str(error.value), error.value
+    empty = tmp_path / "e.zip"
+    with zipfile.ZipFile(empty, "w") as out:
+        out.writestr("readme.txt", "x")
+    with pytest.raises(ScanError, match="no .onnx, .safetensors or .npz file inside"):
+        open_checkpoint(empty)
+
+
+def test_a_sharded_index_naming_a_mistyped_tensor_suggests_the_held_one(tmp_path):
+    folder = llama_sharded(tmp_path / "l")
+    index = folder / "model.safetensors.index.json"
+    data = json.loads(index.read_text())
+    shard = data["weight_map"].pop("model.layers.0.mlp.up_proj.weight")
+    data["weight_map"]["model.layers.0.mlp.up_prj.weight"] = shard
+    index.write_text(json.dumps(data))
+    with pytest.raises(ScanError, match="'model.layers.0.mlp.up_prj.weight' is mapped to .*, "
+                                        "which does not hold it; did you mean "
+                                        "'model.layers.0.mlp.up_proj.weight'"):
+        open_checkpoint(folder)
+
+
 def test_the_api_returns_the_same_answers_as_the_command(cli, tmp_path):
     report = absorb_formal.scan(gpt2(tmp_path / "g"))
     shown = cli("scan", "--json", tmp_path / "g").json()["blocks"]

@@ -12,6 +12,7 @@ from .. import proofs
 from ..api import DEFAULT_TIMEOUT
 from ..arguments import parse, seconds
 from ..model import Claim
+from .find import needs_copies, open_checkpoint
 from .found import ScanError
 from .run import BlockAnswer, ScanReport, scan, with_expectations
 
@@ -121,7 +122,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     args = parse(build_parser(), argv, stdout, stderr)
     if isinstance(args, int):
         return args
-    problem = _refusal(args)
+    problem = _refusal(args) or _unexportable(args)
     if problem:
         print(f"absorb-prove scan: error: {problem}", file=stderr)
         return EXIT_ERROR
@@ -211,6 +212,20 @@ def _refusal(args: argparse.Namespace) -> str:
     if args.timeout < 0:
         return "--timeout must be >= 0"
     return ""
+
+
+def _unexportable(args: argparse.Namespace) -> str:
+    """Why --export cannot be written for this checkpoint, said before anything is decided
+    (a scan can take hours)."""
+    if args.export is None or needs_copies(args.path):  # a pickle is copied to safetensors
+        return ""
+    from .export import unexportable
+
+    try:
+        checkpoint = open_checkpoint(args.path)
+    except ScanError as error:
+        return str(error)
+    return unexportable(checkpoint.kind, args.path)
 
 
 def _code(blocks: list[BlockAnswer]) -> int:

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from ..language import SpecError, activation_named
 from ..language.arrays import ArrayError, shapes
+from ..language.errors import did_you_mean
 from .found import FoundBlock, ScanError, Skipped, TensorRef
 
 # ---- activations: config.json names → the language's ---------------------------------------
@@ -133,6 +134,8 @@ def open_checkpoint(path: Path, copies: Path | None = None) -> Checkpoint:
     if path.is_dir():
         return _folder(path)
     suffix = path.suffix.lower()
+    if suffix in ARCHIVES:
+        raise ScanError(_archive(path))
     if suffix == ".onnx":
         return Checkpoint(path, path.parent, {}, _config_beside(path), "onnx")
     if suffix not in WEIGHT_SUFFIXES:
@@ -141,6 +144,27 @@ def open_checkpoint(path: Path, copies: Path | None = None) -> Checkpoint:
                             kind=suffix.lstrip("."))
     _add_file(checkpoint, path.name)
     return checkpoint
+
+
+ARCHIVES = (".zip", ".whl")
+
+
+def _archive(path: Path) -> str:
+    """Why a .zip or .whl is not read, naming the model files inside it."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [n for n in archive.namelist()
+                       if n.lower().endswith((".onnx", ".safetensors", ".npz"))]
+    except (OSError, zipfile.BadZipFile) as error:
+        return f"{path}: an archive, and not a readable one ({error})"
+    if not members:
+        return (f"{path}: an archive with no .onnx, .safetensors or .npz file inside; scan "
+                "reads a checkpoint folder or file, not an archive")
+    return (f"{path}: an archive, which scan does not read; extract it and give one of the "
+            f"model files inside (or its folder): {', '.join(members[:10])}"
+            + (f", ... ({len(members)} in all)" if len(members) > 10 else ""))
 
 
 def _config_beside(path: Path) -> dict[str, Any]:
@@ -172,8 +196,10 @@ def _folder(folder: Path) -> Checkpoint:
             _add_file(checkpoint, file, only={k for k, v in weight_map.items() if v == file})
         missing = sorted(set(weight_map) - set(checkpoint.tensors))
         if missing:
+            held = sorted(set(shapes_of(folder / weight_map[missing[0]])) - set(weight_map))
             raise ScanError(f"{index}: tensor {missing[0]!r} is mapped to "
-                            f"{weight_map[missing[0]]!r}, which does not hold it")
+                            f"{weight_map[missing[0]]!r}, which does not hold it"
+                            f"{did_you_mean(missing[0], held)}")
         return checkpoint
     files = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in WEIGHT_SUFFIXES)
     if (folder / "model.safetensors").is_file():
@@ -182,6 +208,9 @@ def _folder(folder: Path) -> Checkpoint:
         onnx = sorted(folder.glob("*.onnx"))
         if len(onnx) == 1:
             return Checkpoint(onnx[0], folder, {}, config, "onnx")
+        if len(onnx) > 1:
+            raise ScanError(f"{folder}: {len(onnx)} .onnx models ({', '.join(p.name for p in onnx)}"
+                            "): name the one to scan (scan FOLDER/MODEL.onnx)")
         raise ScanError(f"{folder}: no model.safetensors, model.safetensors.index.json, "
                         ".safetensors, .npz, single .onnx or single PyTorch pickle file")
     for file in files:
@@ -190,14 +219,19 @@ def _folder(folder: Path) -> Checkpoint:
     return checkpoint
 
 
-def _add_file(checkpoint: Checkpoint, file: str, only: set[str] | None = None) -> None:
-    path = checkpoint.root / file
+def shapes_of(path: Path) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor of a weight file; ScanError when it cannot be listed."""
     if not path.is_file():
         raise ScanError(f"{path}: no such file")
     try:
-        found = shapes(path)
+        return shapes(path)
     except ArrayError as error:
         raise ScanError(f"{path}: {error}") from None
+
+
+def _add_file(checkpoint: Checkpoint, file: str, only: set[str] | None = None) -> None:
+    path = checkpoint.root / file
+    found = shapes_of(path)
     for key, shape in found.items():
         if only is not None and key not in only:
             continue
