@@ -62,6 +62,16 @@ def rmsnorm_llama(b: Builder, x: str, prefix: str, eps: float = 1e-6) -> str:
     return b.op("Mul", [gamma, b.op("Mul", [x, inv])])
 
 
+def rmsnorm_torch_legacy(b: Builder, x: str, prefix: str, eps: float = 1e-6) -> str:
+    """torch.onnx (TorchScript exporter) of x·rsqrt(mean x² + ε)·γ: rsqrt as Div(1, Sqrt),
+    every constant a Constant node."""
+    gamma, _ = scale_shift(b, prefix, shift=False)
+    var = mean(b, b.op("Pow", [x, b.const(2.0, node=True)]))
+    root = b.op("Sqrt", [b.op("Add", [var, b.const(eps, node=True)])])
+    inv = b.op("Div", [b.const(1.0, node=True), root])
+    return b.op("Mul", [gamma, b.op("Mul", [x, inv])])
+
+
 def rmsnorm_op(b: Builder, x: str, prefix: str, eps: float | None = None) -> str:
     gamma, _ = scale_shift(b, prefix, shift=False)
     attrs = {} if eps is None else {"epsilon": eps}
@@ -127,6 +137,7 @@ def only(path: Path) -> FoundBlock:
     (layernorm_op, "layernorm", EPS32),  # the op's default epsilon: a float32 1e-5
     (layernorm_torch, "layernorm", EPS32),
     (rmsnorm_llama, "rmsnorm", EPS32_6),
+    (rmsnorm_torch_legacy, "rmsnorm", EPS32_6),
     (rmsnorm_op, "rmsnorm", EPS32)])
 def test_a_pre_norm_is_found_with_its_exact_epsilon_and_tensors(tmp_path, norm, kind, eps):
     b = Builder(4, 8)
@@ -210,7 +221,14 @@ def test_a_norm_whose_residual_is_elsewhere_is_left_unknown_with_a_note(tmp_path
 
 
 def test_a_norm_that_only_looks_alike_is_no_norm(tmp_path):
-    """The decomposed pattern over the wrong axis, or with a Pow of 3, is not a norm."""
+    """The decomposed pattern over the wrong axis, or with a Pow of 3, is not a norm; nor
+    is x·(2/√(mean x² + ε)) (a Div of 2, not 1, by the root)."""
+    b = Builder(4, 8)
+    var = mean(b, b.op("Pow", ["x", b.const(2.0)]))
+    inv = b.op("Div", [b.const(2.0), b.op("Sqrt", [b.op("Add", [var, b.const(1e-6)])])])
+    h = b.op("Mul", ["x", inv])
+    block = only(save(b, b.op("Add", ["x", plain_mlp(b, h)]), tmp_path / "two.onnx"))
+    assert block.norm is None
     for case in ("axis", "power"):
         b = Builder(4, 8)
         gamma, beta = scale_shift(b, "ln")

@@ -385,13 +385,15 @@ def test_paddle2onnx_graphs_are_found_and_named_by_their_weights(tmp_path):
                                atol=1e-5)
 
 
-def test_torch_tanh_gelu_and_generated_weight_names(tmp_path):
+@pytest.mark.parametrize("generated", ["onnx::MatMul_{}", "val_{}"])
+def test_torch_tanh_gelu_and_generated_weight_names(tmp_path, generated):
     """torch.onnx writes x·(x·x) for the cube, and names a pre-transposed nn.Linear weight
-    `onnx::MatMul_N`: the block is named by its biases' module (`fc1.bias` → `fc1`)."""
+    `onnx::MatMul_N` (TorchScript exporter) or `val_N` (dynamo): the block is named by its
+    biases' module (`fc1.bias` → `fc1`)."""
     b = Builder(4, 8)
-    w1 = b.init(b.rng.standard_normal((4, 8)), "onnx::MatMul_17")
+    w1 = b.init(b.rng.standard_normal((4, 8)), generated.format(17))
     h = b.op("Add", [b.init(b.rng.standard_normal(8), "fc1.bias"), b.op("MatMul", ["x", w1])])
-    w2 = b.init(b.rng.standard_normal((8, 4)), "onnx::MatMul_18")
+    w2 = b.init(b.rng.standard_normal((8, 4)), generated.format(18))
     y = b.op("Add", [b.init(b.rng.standard_normal(4), "fc2.bias"),
                      b.op("MatMul", [torch_tanh_gelu(b, h), w2])])
     path = tmp_path / "torch_tanh.onnx"
@@ -399,8 +401,21 @@ def test_torch_tanh_gelu_and_generated_weight_names(tmp_path):
     [block], skipped = find_blocks(path)
     assert (block.name, block.where, block.activation) == \
         ("fc1", "fc1.bias → fc2.bias", "gelu_tanh"), skipped
-    assert block.up == TensorRef("torch_tanh.onnx", "onnx::MatMul_17", True)
+    assert block.up == TensorRef("torch_tanh.onnx", generated.format(17), True)
     agrees(path, block)
+
+
+def test_without_biases_a_generated_weight_name_gives_a_numbered_block(tmp_path):
+    b = Builder(4, 8)
+    h = b.op("MatMul", ["x", b.init(b.rng.standard_normal((4, 8)), "val_6")])
+    y = b.op("MatMul", [relu(b, h), b.init(b.rng.standard_normal((8, 4)), "val_9")])
+    [block], _ = find_blocks(_saved(b, y, tmp_path / "dynamo.onnx"))
+    assert (block.name, block.where) == ("mlp0", "val_6 → val_9")
+
+
+def _saved(b: Builder, y: str, path: Path) -> Path:
+    onnx.save(b.model(y), str(path))
+    return path
 
 
 def test_an_activation_that_contradicts_the_graph_needs_force(tmp_path):

@@ -778,11 +778,15 @@ def _residual(graph: Graph, output: str) -> bool:
 TENSOR_SUFFIXES = {"weight", "bias", "w_0", "b_0", "w", "b", "kernel"}
 
 
+GENERATED = re.compile(r"onnx::.*|val_\d+")  # torch.onnx's names of tensors it made
+
+
 def _tensor_name(layer: Linear) -> str:
     """The name a layer's tensors give it: its weight's, or its bias's when the weight has
-    only an exporter's generated name (`onnx::MatMul_123`, a pre-transposed nn.Linear)."""
+    only an exporter's generated name (`onnx::MatMul_123`, `val_4`: a pre-transposed
+    nn.Linear weight)."""
     key = layer.weight.key
-    if key.startswith("onnx::") and layer.bias is not None:
+    if GENERATED.fullmatch(key) and layer.bias is not None:
         return layer.bias.key
     return key
 
@@ -802,7 +806,7 @@ def _name(up: str, down: str, count: int, taken: set[str]) -> tuple[str, str]:
     else:
         parts, where = a[:-1] if len(a) > 1 and a[-1] in TENSOR_SUFFIXES else a, f"{up} → {down}"
     name = re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(parts)).strip("_")
-    if not name or name.startswith("onnx") or name[0].isdigit():
+    if not name or GENERATED.fullmatch(up) or name.startswith("onnx") or name[0].isdigit():
         name = f"mlp{count}"
     if name in KEYWORDS:
         name += "_mlp"

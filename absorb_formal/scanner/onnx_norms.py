@@ -4,11 +4,11 @@ A norm is recognised as an op or as the subgraph exporters write for it:
 
 - LayerNorm: the `LayerNormalization` op (axis -1; Scale γ, optional B β; `epsilon`, a
   float32 attribute, default 1e-5), or decomposed,
-  `ReduceMean → Sub → Pow(2) | Mul(self) → ReduceMean → Add(ε) → Sqrt → Div | Mul(Reciprocal)`
-  then `Mul(γ)` and `Add(β)` when present;
+  `ReduceMean → Sub → Pow(2) | Mul(self) → ReduceMean → Add(ε) → Sqrt`, then a Div by the
+  root or a Mul by its Reciprocal (or by 1/root), then `Mul(γ)` and `Add(β)` when present;
 - RMSNorm: `SimplifiedLayerNormalization` (onnxruntime's) or `RMSNormalization` (opset 23),
   axis -1, Scale γ, `epsilon`; or decomposed, `Pow(2) | Mul(self) → ReduceMean → Add(ε) →
-  Sqrt → Div | Mul(Reciprocal)` then `Mul(γ)`.
+  Sqrt`, the Div or Mul as above, then `Mul(γ)`.
 
 Every ReduceMean must reduce the last axis only (axes [-1]) keeping it; γ and β must be
 stored tensors (initializers or Constant nodes) of the model's width; ε a stored scalar.
@@ -156,12 +156,16 @@ class Norms:
             return None
         if div.op_type == "Div":
             numerator, root = div.input[0], self.node(div.input[1], "Sqrt")
-        else:
+        else:  # x·Reciprocal(√…), or x·(1/√…) (torch.onnx's rsqrt below opset 18)
             numerator = root = None
             for i in (0, 1):
                 reciprocal = self.node(div.input[i], "Reciprocal")
+                one = self.node(div.input[i], "Div")
                 if reciprocal is not None:
                     numerator, root = div.input[1 - i], self.node(reciprocal.input[0], "Sqrt")
+                    inside.add(self.graph.source(div.input[i]))
+                elif one is not None and self._scalar(one.input[0]) == 1:
+                    numerator, root = div.input[1 - i], self.node(one.input[1], "Sqrt")
                     inside.add(self.graph.source(div.input[i]))
         if root is None or numerator is None:
             return None
