@@ -234,6 +234,8 @@ def refused_models(folder: Path) -> dict[str, Path]:
         "missing key": ([_with(name="V")], []),
         "a computed value": ([], [helper.make_node("Relu", ["x"], ["W"])]),
         "two nodes output it": ([], [const, const]),
+        "a Constant and a graph input": ([], [const], ["W"]),
+        "an initializer, a node output and a graph input": ([W], [other], ["W"]),
         "a Constant of two attributes": ([], [_two_attributes(const)]),
         "a sparse Constant": ([], [helper.make_node("Constant", [], ["W"],
                                                     sparse_value=sparse)]),
@@ -244,8 +246,10 @@ def refused_models(folder: Path) -> dict[str, Path]:
                                                             [b"a"]))]),
     }
     paths = {}
-    for i, (name, (tensors, nodes)) in enumerate(cases.items()):
-        graph = helper.make_graph(nodes, "g", [], [], tensors)
+    for i, (name, (tensors, nodes, *named_inputs)) in enumerate(cases.items()):
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 2])
+                  for n in (named_inputs[0] if named_inputs else [])]
+        graph = helper.make_graph(nodes, "g", inputs, [], tensors)
         paths[name] = folder / f"bad{i}.onnx"
         paths[name].write_bytes(helper.make_model(graph).SerializeToString())
     graph = helper.make_graph([], "g", [], [], [], sparse_initializer=[sparse])
@@ -291,7 +295,8 @@ def test_both_readers_refuse_the_same_ambiguous_or_malformed_files(tmp_path):
         assert isinstance(mine, str) and mine.startswith("refused"), (case, mine)
         assert "not a matrix" not in mine, (case, mine)  # refused for its own reason
         assert isinstance(theirs, str) and theirs.startswith("refused"), (case, theirs)
-    ambiguous = [c for c in paths if "twice" in c or " and " in c or "without EXTERNAL" in c]
+    ambiguous = [c for c in paths if "twice" in c or " and " in c or "without EXTERNAL" in c
+                 or "two nodes" in c]
     for case in ambiguous:
         assert "ambiguous" in prover(paths[case], "W"), case
         assert "ambiguous" in checker(paths[case], "W"), case

@@ -16,7 +16,8 @@ value is then decoded here, apart from the prover's reader, into exact dyadic ra
   `int64_data`, `uint64_data`: integers, each within its type's range.
 
 Refused, as the prover refuses them: an initializer name twice (sparse ones included); a
-name that is an initializer and a node's output; a name two nodes output; a Constant node
+name that is an initializer and a node's output; a name two nodes output, or a node and
+a graph input; a Constant node
 with other than one attribute, or with a value that is not a dense number tensor; a tensor
 with its values in two places (raw_data, a typed field, external data), in the wrong typed
 field, or in segments;
@@ -57,7 +58,7 @@ class Parsed:
     outputs: dict[str, str]  # node output → op type
     locations: list[str]  # external data files of the stored tensors, sorted
     constants: dict[str, Any]  # a Constant node's output → the node
-    doubled: set[str]  # node outputs that two nodes produce
+    doubled: set[str]  # node outputs that two nodes produce, or a node and a graph input
 
 
 _PARSED: dict[str, tuple[tuple[int, ...], Parsed]] = {}
@@ -91,12 +92,12 @@ def parsed(path: Path, version: tuple[int, ...], keep: bool) -> Parsed:
     outputs: dict[str, str] = {}
     doubled: set[str] = set()
     constants: dict[str, Any] = {}
+    given = {i.name for i in graph.input}
     for node in graph.node:
         for out in node.output:
-            if out in outputs:
+            if out in outputs or out in given:
                 doubled.add(out)
-            else:
-                outputs[out] = node.op_type
+            outputs.setdefault(out, node.op_type)
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output):
             constants.setdefault(node.output[0], node)
     locations = set()
@@ -163,7 +164,8 @@ def read(path: Path, key: str, version: tuple[int, ...], keep: bool) -> Dyadic:
     if key in model.tensors:
         return _values(model.tensors[key], model, key)
     if key in model.doubled:
-        raise FileError(f"is ambiguous: two nodes output {key!r}")
+        raise FileError(f"is ambiguous: {key!r} is the output of two nodes, or of a node "
+                        "and a graph input")
     if key in model.constants:
         return _constant(model.constants[key], model, key)
     if key in model.outputs:

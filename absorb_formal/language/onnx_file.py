@@ -21,10 +21,11 @@ format assigns to its data type, without any conversion that could round:
 
 Ambiguous files are refused (the checker, `checker/onnx_file.py`, refuses the same ones): an
 initializer name occurring twice (sparse initializers included), a name that is both an
-initializer and a node's output (a Constant node, say), a name that two nodes output, a
-Constant node with other than one attribute or with a sparse or string value, a tensor
-with both `raw_data` and a typed field, or with external data and in-file data, or with
-`segment` set, or external data entries named twice or unknown.
+initializer and a node's output (a Constant node, say), a name that two nodes output, or
+a Constant node and a graph input, a Constant node with other than one attribute or with
+a sparse or string value, a tensor with both `raw_data` and a typed field, or with
+external data and in-file data, or with `segment` set, or external data entries named
+twice or unknown.
 
 Dtypes read: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64, UINT8/16/32/64, BOOL. Others
 (strings, complex, 8-bit and 4-bit floats, 4-bit integers) are refused.
@@ -101,6 +102,7 @@ class Model:
     externals: list[str]  # every external data location of the stored tensors (sorted)
     constants: dict[str, Any]  # a Constant node's output name → the node
     outputs_twice: set[str]  # node output names that two nodes produce
+    inputs: set[str]  # the main graph's input names
 
 
 def parse(path: Path) -> Model:
@@ -143,7 +145,7 @@ def index(path: Path, model: Any) -> Model:
             externals.add(location)
     return Model(path.name, path.parent, {t.name: t for t in graph.initializer},
                  {s.values.name for s in graph.sparse_initializer}, twice, produced,
-                 sorted(externals), constants, outputs_twice)
+                 sorted(externals), constants, outputs_twice, {i.name for i in graph.input})
 
 
 def _is_external(tensor: Any) -> bool:
@@ -189,8 +191,9 @@ def tensor_of(model: Model, key: str) -> Any:
                         "read; store it dense")
     if key in model.initializers:
         return model.initializers[key]
-    if key in model.outputs_twice:
-        raise OnnxError(f"{model.name!r} is ambiguous: two nodes output {key!r}; refused")
+    if key in model.outputs_twice or (key in model.constants and key in model.inputs):
+        raise OnnxError(f"{model.name!r} is ambiguous: {key!r} is output by two nodes, or "
+                        "by a Constant node and given as a graph input; refused")
     if key in model.constants:
         return constant_tensor(model.constants[key], model.name)
     if key in model.produced:
