@@ -487,8 +487,11 @@ def test_an_ambiguous_model_is_a_positioned_error_and_a_moved_model_still_checks
 # ---- fuzz: flipped bytes in a model --------------------------------------------------------------
 
 def _fuzz_base(folder: Path) -> bytes:
+    """Every case as an initializer, and as a Constant node's value named `const_CASE`."""
     tensors = [tensor for tensor, _ in typed_and_raw().values()]
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [], [], tensors)
+    constants = constant_nodes({f"const_{k}": v for k, v in typed_and_raw().items()})
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), *constants], "g", [],
+                              [], tensors)
     return helper.make_model(graph).SerializeToString()
 
 
@@ -496,7 +499,7 @@ def _fuzz_base(folder: Path) -> bytes:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1,
                       max_size=3),
-       key=st.sampled_from(sorted(typed_and_raw())))
+       key=st.sampled_from(sorted(typed_and_raw()) + [f"const_{k}" for k in typed_and_raw()]))
 def test_both_readers_agree_on_models_with_flipped_bytes(tmp_path, flips, key):
     """Whatever a corrupted model holds, the two readers read the same values or both
     refuse it (a tensor that is no longer 2-D: the prover refuses it as a matrix, the
