@@ -271,3 +271,12 @@ def test_two_pre_norm_layers_each_with_its_own_norm(tmp_path):
     assert skipped == []
     assert [(f.name, f.norm.placement, f.norm.gamma.key) for f in found] == [
         ("h_0_mlp", "pre", "h.0.ln_2.weight"), ("h_1_mlp", "pre", "h.1.ln_2.weight")]
+
+
+def test_a_norm_op_with_a_non_finite_epsilon_is_no_norm(tmp_path):
+    b = Builder(4, 8)
+    y = b.op("Add", ["x", plain_mlp(b, layernorm_op(b, "x", "ln", eps=float("nan")))])
+    block = only(save(b, y, tmp_path / "nan.onnx"))
+    assert block.norm is None
+    assert any("LayerNormalization node '/layernormalization_" in n and "is not read as a norm"
+               in n for n in block.notes), block.notes

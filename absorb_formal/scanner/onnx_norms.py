@@ -26,6 +26,7 @@ Anything else leaves the norm unknown (None) and says why in a note.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -124,6 +125,8 @@ class Norms:
         if "axis" in attrs and attrs["axis"].i != -1:
             return None
         if len(node.input) < 2 or value != node.output[0]:
+            return None
+        if "epsilon" in attrs and not math.isfinite(attrs["epsilon"].f):
             return None
         eps = Fraction(attrs["epsilon"].f) if "epsilon" in attrs else DEFAULT_EPS
         gamma = self._stored(node.input[1])
@@ -284,6 +287,11 @@ class Norms:
                               f"shift is not a vector of {dim}: its norm is not known")
             inner = self._found(second, placement, file, None) if second else None
             return self._found(norm, placement, file, inner), ""
+        unread = self.node(mlp_in, *NORM_OPS)
+        if first is None and unread is not None:
+            return None, (f"the sublayer reads a {_named(unread)} that is not read as a norm "
+                          "(an axis other than -1, a non-finite epsilon, or a scale or shift "
+                          "that is no stored vector): its norm is not known")
         if first is not None:
             return None, (f"the sublayer reads the output of a {first.kind} "
                           f"({_named(first.node)}), but no residual Add of that norm's input "
