@@ -279,6 +279,11 @@ def test_archives_name_the_model_files_inside_and_say_to_extract(tmp_path):
         out.writestr("readme.txt", "x")
     with pytest.raises(ScanError, match="no .onnx, .safetensors or .npz file inside"):
         open_checkpoint(empty)
+    inside = tmp_path / "download"
+    inside.mkdir()
+    (tmp_path / "model.zip").rename(inside / "model.zip")
+    with pytest.raises(ScanError, match="model.zip: an archive, .* extract it"):
+        open_checkpoint(inside)  # a folder holding only an archive: said so
 
 
 def test_a_sharded_index_naming_a_mistyped_tensor_suggests_the_held_one(tmp_path):

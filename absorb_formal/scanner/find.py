@@ -211,6 +211,9 @@ def _folder(folder: Path) -> Checkpoint:
         if len(onnx) > 1:
             raise ScanError(f"{folder}: {len(onnx)} .onnx models ({', '.join(p.name for p in onnx)}"
                             "): name the one to scan (scan FOLDER/MODEL.onnx)")
+        archives = sorted(p for p in folder.iterdir() if p.suffix.lower() in ARCHIVES)
+        if archives:
+            raise ScanError(_archive(archives[0]))
         raise ScanError(f"{folder}: no model.safetensors, model.safetensors.index.json, "
                         ".safetensors, .npz, single .onnx or single PyTorch pickle file")
     for file in files:
