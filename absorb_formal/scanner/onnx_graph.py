@@ -293,8 +293,7 @@ def _silu(e: Expr) -> str:
     if c != 1:  # x·sigmoid(1.702x) (quick gelu), swish with β ≠ 1
         raise Mismatch(f"x·sigmoid(c·x) with c = {float(c):.9g} "
                        f"(from {', '.join(repr(n.const.name) for n in scale)}) is not an "
-                       "activation the "
-                       "language has exactly (silu needs c = 1)")
+                       "activation the language has exactly (silu needs c = 1)")
     return "silu"  # c = 1 exactly: x·sigmoid(x)
 
 
@@ -776,8 +775,6 @@ def _residual(graph: Graph, output: str) -> bool:
 
 
 TENSOR_SUFFIXES = {"weight", "bias", "w_0", "b_0", "w", "b", "kernel"}
-
-
 GENERATED = re.compile(r"onnx::.*|val_\d+")  # torch.onnx's names of tensors it made
 
 
