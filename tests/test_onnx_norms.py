@@ -280,3 +280,25 @@ def test_a_norm_op_with_a_non_finite_epsilon_is_no_norm(tmp_path):
     assert block.norm is None
     assert any("LayerNormalization node '/layernormalization_" in n and "is not read as a norm"
                in n for n in block.notes), block.notes
+
+
+def test_a_bare_sublayer_before_the_next_pre_norm_is_not_post_norm(tmp_path):
+    """x + MLP(x), its sum read by the next layer's pre-norm and by the next residual Add:
+    the stream of a pre-norm model, not N(x + MLP(x))."""
+    b = Builder(4, 8)
+    s = b.op("Add", ["x", plain_mlp(b, "x")])
+    nxt = b.op("Add", [s, b.linear(layernorm_op(b, s, "next.ln_1"), 4, 4, "next.attn")])
+    found, _ = find_blocks(save(b, nxt, tmp_path / "stream.onnx"))
+    [block] = [f for f in found if f.up.key == "mlp.fc1.weight"]
+    assert block.norm is None and not any("norm" in n for n in block.notes), block
+
+
+def test_a_norm_hidden_behind_an_op_that_is_not_read_is_said_unknown(tmp_path):
+    """A pre-norm whose output is Cast before the MLP reads it: the residual adds x, not the
+    MLP's input, so something unread lies between them, and the note says so."""
+    b = Builder(4, 8)
+    h = b.op("Cast", [layernorm_op(b, "x", "ln")], to=1)
+    block = only(save(b, b.op("Add", ["x", plain_mlp(b, h)]), tmp_path / "cast.onnx"))
+    assert block.norm is None
+    assert any("adds another value than the sublayer's input" in n for n in block.notes), \
+        block.notes

@@ -20,8 +20,11 @@ The placement is read by following the graph, never assumed:
 - "pre": the MLP reads a norm's output, and the residual Add adds the norm's input to the
   MLP's output;
 - "sandwich": as "pre", but the MLP's output goes through a second norm before that Add;
-- "post": the residual Add adds the MLP's own input to its output, and a norm reads the sum.
-Anything else leaves the norm unknown (None) and says why in a note.
+- "post": the residual Add adds the MLP's own input to its output, and a norm is all that
+  reads the sum (a sum that the next residual Add reads too is a pre-norm model's stream,
+  and the norm that reads it is the next sublayer's).
+Anything else leaves the norm unknown (None) and says why in a note; so does a residual Add
+of another value than the MLP's input when nothing between them is read as a norm.
 """
 
 from __future__ import annotations
@@ -272,10 +275,12 @@ class Norms:
             for second in self.by_input.get(graph.source(mlp_out), []):
                 if self.residual_adds(second.output, first.input):
                     placed.append(("sandwich", first, second))
+        residual = self.residual_adds(mlp_out, mlp_in)
         if not placed:  # a post-norm sublayer may read the previous sublayer's norm
-            for add in self.residual_adds(mlp_out, mlp_in):
+            for add in residual:
                 placed += [("post", after, None)
-                           for after in self.by_input.get(graph.source(add.output[0]), [])]
+                           for after in self.by_input.get(graph.source(add.output[0]), [])
+                           if self._only_reader(after, add.output[0])]
         if len(placed) > 1:
             return None, ("norms in more than one placement around it "
                           f"({', '.join(p for p, _, _ in placed)}): its norm is not known")
@@ -297,7 +302,20 @@ class Norms:
                           f"({_named(first.node)}), but no residual Add of that norm's input "
                           "to the sublayer's output was found: its norm's placement is not "
                           "known")
+        others = [user for user in graph.users(mlp_out) if user.op_type == "Add"
+                  and not all(graph.stored(v) is not None for v in user.input
+                              if graph.source(v) != graph.source(mlp_out))]
+        if not residual and others:
+            return None, ("the residual Add adds another value than the sublayer's input, and "
+                          "what lies between them is not read as a norm: its norm is not "
+                          "known")
         return None, ""
+
+    def _only_reader(self, norm: Norm, value: str) -> bool:
+        """Is `norm` all that reads `value`? (A post-norm's sum is read by its norm alone;
+        a sum that the next residual Add reads too is the stream of a pre-norm model.)"""
+        return all(any(out in norm.inside for out in user.output)
+                   for user in self.graph.users(value))
 
     def _fits(self, norm: Norm, dim: int) -> bool:
         return all(int(self.graph.stored(name).dims[-1]) == dim
