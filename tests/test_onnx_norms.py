@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -302,3 +303,37 @@ def test_a_norm_hidden_behind_an_op_that_is_not_read_is_said_unknown(tmp_path):
     assert block.norm is None
     assert any("adds another value than the sublayer's input" in n for n in block.notes), \
         block.notes
+
+
+@pytest.mark.parametrize("opset, post", [(14, False), (17, False), (14, True), (17, True)])
+def test_torch_exports_of_normed_sublayers_if_torch_is_installed(tmp_path, opset, post):
+    """torch.onnx (TorchScript exporter): LayerNorm decomposed at opset 14, the op at 17;
+    pre-norm (GPT-2) and post-norm (BERT) placements, eps 1e-5 and 1e-12."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    class Sublayer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln = torch.nn.LayerNorm(4, eps=1e-12 if post else 1e-5)
+            self.fc1, self.fc2 = torch.nn.Linear(4, 8), torch.nn.Linear(8, 4)
+            with torch.no_grad():
+                self.ln.weight.add_(0.1 * torch.randn(4))
+                self.ln.bias.add_(0.1 * torch.randn(4))
+
+        def forward(self, x: Any) -> Any:
+            if post:
+                return self.ln(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
+            return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln(x))))
+
+    path = tmp_path / "torch.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Sublayer().eval(), (torch.randn(2, 4),), str(path),
+                          input_names=["x"], dynamo=False, opset_version=opset)
+    block = only(path)
+    assert (block.norm.kind, block.norm.placement) == ("layernorm", "post" if post else "pre")
+    assert block.norm.eps == ("0.0000000000009999999960041972002500187954865396022796630859375"
+                              if post else EPS32)
+    assert (block.norm.gamma.key, block.norm.beta.key) == ("ln.weight", "ln.bias")
+    agrees(path, block)
