@@ -524,6 +524,19 @@ def test_shapes_and_biases_that_do_not_fit_are_skipped(tmp_path):
     assert all(block.up_bias is None or block.up_bias.key != h for block in found)
 
 
+def test_a_weight_in_a_constant_node_that_is_not_read_is_skipped_with_why(tmp_path):
+    b = Builder(4, 8)
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.ones(2, np.float32), "v"),
+        numpy_helper.from_array(np.array([0, 5], np.int64), "i"), [4, 8])
+    b.nodes.append(helper.make_node("Constant", [], ["w_sparse"], sparse_value=sparse))
+    y = b.linear(relu(b, b.op("MatMul", ["x", "w_sparse"])), 8, 4, "fc2")
+    found, skipped = find_blocks(_saved(b, y, tmp_path / "sparse.onnx"))
+    assert found == []
+    assert any("whose weight is not read" in s.why and "sparse_value" in s.why
+               for s in skipped), skipped
+
+
 def test_weights_and_biases_in_constant_nodes_are_found_and_loaded_by_output_name(tmp_path):
     """Exporters keep weights in Constant nodes too (behind Identity nodes): each is loaded
     by the Constant's output name, and the block computes what the graph does."""

@@ -464,6 +464,14 @@ class Graph:
             return None
         found = self.weight(node.input[1])
         if found is None or self.constant_like(node.input[0]):
+            source = self.producer.get(self.source(node.input[1]))
+            if found is None and source is not None and source.op_type == "Constant" \
+                    and not self.constant_like(node.input[0]):
+                try:
+                    onnx_file.constant_tensor(source, self.file)
+                except onnx_file.OnnxError as error:  # sparse, several attributes, ...
+                    raise Mismatch(f"a {node.op_type} whose weight is not read: "
+                                   f"{error}") from None
             return None
         name, flipped = found
         rows, cols = self.dims(name)
