@@ -262,6 +262,81 @@ def test_usage_errors_are_exit_2_with_a_message(cli, tmp_path):
     assert run.code == 2 and "--timeout" in run.err
 
 
+def test_an_activation_that_contradicts_config_json_needs_force(cli, tmp_path):
+    folder = gpt2(tmp_path / "g", activation="relu")
+    with pytest.raises(ScanError) as error:
+        find_named(open_checkpoint(folder), "gelu_new")
+    message = str(error.value)
+    assert "--activation gelu_new (gelu_tanh) contradicts config.json's 'relu' (relu)" in \
+        message and "--force-activation" in message, message
+    found, _ = find_named(open_checkpoint(folder), "gelu_new", force=True)
+    assert {b.activation for b in found} == {"gelu_tanh"}
+    found, _ = find_named(open_checkpoint(folder), "relu")  # agreeing: no force needed
+    assert {b.activation for b in found} == {"relu"}
+    run = cli("scan", folder, "--activation", "tanh")
+    assert run.code == 2 and "contradicts config.json's 'relu'" in run.err, run.err
+    run = cli("scan", folder, "--force-activation")
+    assert run.code == 2 and "--force-activation needs --activation" in run.err
+    # a config activation the language lacks is no licence to decide another one
+    odd = gpt2(tmp_path / "q", activation="quick_gelu")
+    with pytest.raises(ScanError, match="'quick_gelu' .an activation the language does not"):
+        find_named(open_checkpoint(odd), "gelu")
+    assert find_named(open_checkpoint(odd), "gelu", force=True)[0][0].activation == "gelu"
+
+
+def test_weights_without_config_json_ask_for_activation_saying_why(tmp_path):
+    folder = gpt2(tmp_path / "g")
+    (folder / "config.json").unlink()
+    with pytest.raises(ScanError) as error:
+        find_named(open_checkpoint(folder / "model.safetensors"), None)
+    assert "there is no config.json beside the weights" in str(error.value)
+    assert "give --activation NAME" in str(error.value)
+    (folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(ScanError, match="config.json names none"):
+        find_named(open_checkpoint(folder), None)
+    found, _ = find_named(open_checkpoint(folder), "relu")  # nothing to contradict
+    assert {b.activation for b in found} == {"relu"}
+
+
+def test_archives_name_the_model_files_inside_and_say_to_extract(tmp_path):
+    import zipfile
+
+    folder = gpt2(tmp_path / "g")
+    for suffix in (".zip", ".whl"):
+        archive = tmp_path / f"model{suffix}"
+        with zipfile.ZipFile(archive, "w") as out:
+            out.write(folder / "model.safetensors", "pkg/model.safetensors")
+            out.write(folder / "config.json", "pkg/config.json")
+            out.writestr("pkg/m.onnx", b"")
+        with pytest.raises(ScanError) as error:
+            open_checkpoint(archive)
+        assert "extract it" in str(error.value)
+        assert "pkg/model.safetensors, pkg/m.onnx" in str(error.value), error.value
+    empty = tmp_path / "e.zip"
+    with zipfile.ZipFile(empty, "w") as out:
+        out.writestr("readme.txt", "x")
+    with pytest.raises(ScanError, match="no .onnx, .safetensors or .npz file inside"):
+        open_checkpoint(empty)
+    inside = tmp_path / "download"
+    inside.mkdir()
+    (tmp_path / "model.zip").rename(inside / "model.zip")
+    with pytest.raises(ScanError, match="model.zip: an archive, .* extract it"):
+        open_checkpoint(inside)  # a folder holding only an archive: said so
+
+
+def test_a_sharded_index_naming_a_mistyped_tensor_suggests_the_held_one(tmp_path):
+    folder = llama_sharded(tmp_path / "l")
+    index = folder / "model.safetensors.index.json"
+    data = json.loads(index.read_text())
+    shard = data["weight_map"].pop("model.layers.0.mlp.up_proj.weight")
+    data["weight_map"]["model.layers.0.mlp.up_prj.weight"] = shard
+    index.write_text(json.dumps(data))
+    with pytest.raises(ScanError, match="'model.layers.0.mlp.up_prj.weight' is mapped to .*, "
+                                        "which does not hold it; did you mean "
+                                        "'model.layers.0.mlp.up_proj.weight'"):
+        open_checkpoint(folder)
+
+
 def test_the_api_returns_the_same_answers_as_the_command(cli, tmp_path):
     report = absorb_formal.scan(gpt2(tmp_path / "g", norms=False))
     shown = cli("scan", "--json", tmp_path / "g").json()["blocks"]

@@ -12,6 +12,7 @@ from .. import proofs
 from ..api import DEFAULT_TIMEOUT
 from ..arguments import parse, seconds
 from ..model import Claim
+from .find import needs_copies, open_checkpoint
 from .found import ScanError
 from .run import BlockAnswer, ScanReport, scan, with_expectations
 
@@ -36,8 +37,11 @@ GPT-J, GPT-NeoX, BERT/RoBERTa/ViT, OPT/Phi, T5 (plain and gated), LLaMA/Mistral/
 Gemma and Mixtral experts; attention, norms and embeddings are passed over and listed.
 The activation comes from config.json (hidden_activation, hidden_act,
 activation_function, dense_act_fn, feed_forward_proj): gelu_new and gelu_pytorch_tanh
-are gelu_tanh, gelu the exact erf gelu, silu in a gated block swiglu. --activation
-overrides it (a Hugging Face name or any activation of the language).
+are gelu_tanh, gelu the exact erf gelu, silu in a gated block swiglu. In an ONNX model
+it is read from the graph. --activation NAME (a Hugging Face name or any activation of the
+language) names it where config.json does not; one that contradicts config.json or the
+graph is refused (exit 2) unless --force-activation is given too, since the answer would
+then be about another function than the model computes.
 """
 
 EPILOG = """\
@@ -115,7 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --export: write the bare blocks' witnesses (x + F(x)) "
                              "where the model computes a pre-norm sublayer; NOT a drop-in "
                              "replacement, and the record says so")
-    parser.add_argument("--activation", metavar="NAME", help="override config.json's")
+    parser.add_argument("--activation", metavar="NAME",
+                        help="the activation, where config.json names none; one that "
+                             "contradicts config.json or the ONNX graph needs "
+                             "--force-activation")
+    parser.add_argument("--force-activation", action="store_true",
+                        help="decide --activation even where it contradicts the activation "
+                             "config.json names or the ONNX graph computes")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
@@ -134,7 +144,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     args = parse(build_parser(), argv, stdout, stderr)
     if isinstance(args, int):
         return args
-    problem = _refusal(args)
+    problem = _refusal(args) or _unexportable(args)
     if problem:
         print(f"absorb-prove scan: error: {problem}", file=stderr)
         return EXIT_ERROR
@@ -150,7 +160,8 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         args.write_spec.parent.mkdir(parents=True, exist_ok=True)  # its loads are relative
     try:
         report = scan(args.path, activation=args.activation, timeout=args.timeout,
-                      spec_file=args.write_spec, progress=tick, workers=args.jobs)
+                      spec_file=args.write_spec, progress=tick, workers=args.jobs,
+                      force_activation=args.force_activation)
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         return EXIT_ERROR
@@ -202,6 +213,8 @@ def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, obje
 
 
 def _refusal(args: argparse.Namespace) -> str:
+    if args.force_activation and args.activation is None:
+        return "--force-activation needs --activation NAME (the activation to decide)"
     if args.certificates is not None and args.write_spec is None:
         return "--certificates needs --write-spec FILE (the documents cite the spec)"
     if args.certificates is not None and (problem := proofs.folder_problem(args.certificates)):
@@ -223,6 +236,20 @@ def _refusal(args: argparse.Namespace) -> str:
     if args.timeout < 0:
         return "--timeout must be >= 0"
     return ""
+
+
+def _unexportable(args: argparse.Namespace) -> str:
+    """Why --export cannot be written for this checkpoint, said before anything is decided
+    (a scan can take hours)."""
+    if args.export is None or needs_copies(args.path):  # a pickle is copied to safetensors
+        return ""
+    from .export import unexportable
+
+    try:
+        checkpoint = open_checkpoint(args.path)
+    except ScanError as error:
+        return str(error)
+    return unexportable(checkpoint.kind, args.path)
 
 
 def _code(blocks: list[BlockAnswer]) -> int:

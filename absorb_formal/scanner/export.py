@@ -31,6 +31,14 @@ WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_di
 _FROM_NUMPY = {"float64": "F64", "float32": "F32"}  # bfloat16 arrays are uint16 bit patterns
 
 
+def unexportable(kind: str, path: Path) -> str:
+    """Why a checkpoint of this kind has no skip-free checkpoint written, or ''."""
+    if kind in ("safetensors", "npz"):
+        return ""
+    return (f"--export writes safetensors and npz checkpoints; {path} is {kind} (use "
+            "`absorb-prove export --out FILE.onnx` per block)")
+
+
 def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path:
     """Write the skip-free checkpoint of a scanned safetensors / npz checkpoint to `out`
     (a new or empty folder); ScanError when some sublayer has no proved width.
@@ -53,10 +61,8 @@ def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path
             "write")
     checkpoint = report.checkpoint
     assert checkpoint is not None
-    if checkpoint.kind not in ("safetensors", "npz"):
-        raise ScanError(f"--export writes safetensors and npz checkpoints; {report.path} is "
-                        f"{checkpoint.kind} (use `absorb-prove export --out FILE.onnx` per "
-                        "block)")
+    if problem := unexportable(checkpoint.kind, report.path):
+        raise ScanError(problem)
     witnesses = {a.block.where: _witness(report, a) for a in report.blocks}
     # the widths exported: the proved ones, or spare pairs where doubles are too wide to build
     width = max(w.claim_width for w in witnesses.values())

@@ -187,10 +187,12 @@ def with_expectations(lines: list[str], report: FileReport) -> str:
 
 def scan(path: Path | str, *, activation: str | None = None, timeout: float = DEFAULT_TIMEOUT,
          spec_file: Path | None = None, progress: Callable[[FoundBlock], None] | None = None,
-         workers: int = 1) -> ScanReport:
-    """Find and decide every MLP sublayer of the checkpoint at `path`. `spec_file`: where
-    the spec will be written (its loads are relative to that folder); raises ScanError for a
-    checkpoint that cannot be read, SpecError when a tensor cannot be loaded as stated."""
+         workers: int = 1, force_activation: bool = False) -> ScanReport:
+    """Find and decide every MLP sublayer of the checkpoint at `path`. `activation`: the
+    activation to decide where the checkpoint names none, or the same as it names (another
+    one only with `force_activation`). `spec_file`: where the spec will be written (its
+    loads are relative to that folder); raises ScanError for a checkpoint that cannot be
+    read, SpecError when a tensor cannot be loaded as stated."""
     scratch = None
     copies = spec_file.parent if spec_file is not None else None
     if copies is None and needs_copies(Path(path)):
@@ -198,7 +200,7 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
         copies = scratch
     try:
         checkpoint = open_checkpoint(Path(path), copies)
-        blocks, skipped = find_blocks(checkpoint, activation)
+        blocks, skipped = find_blocks(checkpoint, activation, force_activation)
     except BaseException:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
