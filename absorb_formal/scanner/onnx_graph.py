@@ -41,7 +41,7 @@ import numpy as np
 from .. import exactarray
 from ..language import onnx_file
 from ..language.arrays import Loaded
-from .found import FoundBlock, ScanError, Skipped, TensorRef
+from .found import FoundBlock, FoundNorm, ScanError, Skipped, TensorRef
 from .onnx_norms import Norms
 
 # π to 40 digits, as an interval (the gelu_tanh constant √(2/π) is tested against it)
@@ -729,8 +729,9 @@ def _block(graph: Graph, down: Linear, count: int, names: set[str]
                     notes.append(f"initializer {ref.key!r} is also a graph input (a default "
                                  "that a runtime may override); its stored value is read")
     norm, why = graph.norms().beside(up.input, down.output, d, graph.file)
-    if why:
+    if why:  # a norm it cannot place: the sublayer is not decided, never taken as bare
         notes.append(why)
+        norm = FoundNorm("", "unknown", "", source=why)
     if not _residual(graph, down.output) and (norm is None or norm.placement != "sandwich"):
         notes.append("no residual Add around it was seen: decided as a sublayer with an "
                      "identity skip")
