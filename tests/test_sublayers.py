@@ -362,3 +362,12 @@ def test_a_fit_of_a_post_norm_sublayer_reaches_its_projected_witness(tmp_path):
                   tmp_path).blocks["P"]
     error, _ = search(projected(b), 2, restarts=8, engine=backend("numpy", "cpu"))
     assert error <= FIT_TOLERANCE  # absorbable at its width: the fit finds it too
+
+
+@pytest.mark.parametrize(("dim", "norm"), [(1, "layernorm"), (2, "layernorm"), (1, "rmsnorm")])
+def test_a_norm_with_finitely_many_limits_is_unknown(tmp_path, dim, norm):
+    text = (f"block B {{ activation gelu dim {dim} width 2 norm pre {norm} {{ eps 1e-5 }} "
+            f"up = {[[1] * dim, [2] * dim]} down = {[[1, -1]] * dim} }}\n"
+            "claim B is not absorbable\n")
+    [(_, outcome, doc)] = outcomes(text, tmp_path)
+    assert outcome == UNKNOWN and "finitely many values" in doc["reason"], doc["reason"]

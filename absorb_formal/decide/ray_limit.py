@@ -53,6 +53,10 @@ def covered(block: Block) -> str:
     if not act.gated and act.scalar.kind not in UNGATED:
         return (f"no ray-limit rule for σ = {act.name} (relu, leaky_relu, relu^k, gelu, "
                 "gelu_tanh, silu)")
+    first = norm.norms[0]
+    if block.dim < (3 if first.kind == "layernorm" else 2):
+        return (f"a {first.kind} of dim {block.dim} takes finitely many values along rays "
+                "(N∞ is locally constant), so no ray-limit point exists; not decided")
     for n in norm.norms:
         if n.eps == 0:
             return "ε = 0 is not covered (docs/rules.md, normalised sublayers)"
