@@ -371,3 +371,13 @@ def test_a_norm_with_finitely_many_limits_is_unknown(tmp_path, dim, norm):
             "claim B is not absorbable\n")
     [(_, outcome, doc)] = outcomes(text, tmp_path)
     assert outcome == UNKNOWN and "finitely many values" in doc["reason"], doc["reason"]
+
+
+def test_a_post_rmsnorm_family_is_the_bare_family(tmp_path):
+    text = ("block F { activation relu dim 3 width 2 norm post rmsnorm { eps 1e-6 } }\n"
+            "claim F is never absorbable\nclaim F is sometimes absorbable at width 3\n"
+            "block G { activation relu dim 3 width 2 norm post layernorm { eps 1e-6 } }\n"
+            "claim G is never absorbable\n")
+    found = outcomes(text, tmp_path)
+    assert [o for _, o, _ in found] == [PROVED, REFUTED, UNKNOWN]  # m < rank S = 3: never
+    assert found[0][2]["certificate"]["reduction"] == "bare block"

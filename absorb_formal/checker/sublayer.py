@@ -134,8 +134,10 @@ def verify(doc: dict[str, Any], weights: dict[str, Any],
                 "normalised sublayer fields: kind, reduction, certificate")
         require(cert["reduction"] == reduction(block),
                 f"the reduction is the {reduction(block)}, not {cert['reduction']!r}")
-        require(claim["kind"] in ("absorbable", "min_width"),
-                "a reduced sublayer answers absorbable and min width claims")
+        require(claim["kind"] in ("absorbable", "min_width")
+                or (claim["kind"] == "family" and cert["reduction"] == BARE),
+                "a reduced sublayer answers absorbable and min width claims (and family "
+                "claims when it is the bare block)")
         inner = cert["certificate"]
         require(isinstance(inner, dict), "the reduced block's certificate is not an object")
         small = reduced(block)
