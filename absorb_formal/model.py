@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from types import SimpleNamespace
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -137,6 +138,82 @@ class Matrix:
 
     def as_json(self) -> list[list[str]]:
         return [[str(v) for v in row] for row in self.rows]
+
+    def centred(self) -> Matrix:
+        """Π M, Π = I − 11ᵀ/d (each column minus its mean), read lazily from M's exact
+        values (`ProjectedMatrix`): the projected block of a post-norm sublayer."""
+        return ProjectedMatrix(self)
+
+
+class ProjectedMatrix(Matrix):
+    """Π D for a d × m matrix D, without materialising it: residues, columns, rows and the
+    non-zero pattern are derived exactly from D's own (a loaded D stays a loaded array)."""
+
+    def __init__(self, base: Matrix):
+        self.base = base
+        self.shape = base.shape
+        self._rows, self._given, self._lazy = None, None, None
+
+    @functools.cached_property
+    def _integers(self) -> tuple[np.ndarray, int]:
+        from .checker.ray_limit import integers  # the kernel's exact integer view
+
+        return integers(exact_parts(self.base))
+
+    @functools.cached_property
+    def means(self) -> list[Fraction]:
+        ints, den = self._integers
+        return [Fraction(int(v), den * self.shape[0]) for v in ints.sum(axis=0)]
+
+    @functools.cached_property
+    def rows(self) -> tuple[tuple[Fraction, ...], ...]:  # type: ignore[override]
+        return tuple(self.exact_row(i) for i in range(self.shape[0]))
+
+    def exact_row(self, i: int) -> tuple[Fraction, ...]:
+        return tuple(v - mu for v, mu in zip(self.base.exact_row(i), self.means, strict=True))
+
+    def exact_column(self, j: int) -> tuple[Fraction, ...]:
+        col = self.base.exact_column(j)
+        mean = sum(col, Fraction(0)) / len(col)
+        return tuple(v - mean for v in col)
+
+    def column(self, j: int) -> tuple[Fraction, ...]:
+        return self.exact_column(j)
+
+    def residues(self, rows: Any, cols: Any, p: int) -> np.ndarray | None:
+        d = self.shape[0]
+        if d % p == 0:
+            return None
+        cols = list(cols)
+        whole = self.base.residues(range(d), cols, p)
+        if whole is None:
+            return None
+        sums = whole.sum(axis=0) % p  # d·p < 2^63
+        return ((whole - sums * pow(d, -1, p) % p) % p)[list(rows)]
+
+    def nonzero(self) -> np.ndarray:
+        ints, _ = self._integers
+        return ((ints * self.shape[0] - ints.sum(axis=0)) != 0).astype(bool)
+
+    @functools.cached_property
+    def floats(self) -> np.ndarray:  # type: ignore[override]
+        base = self.base.floats
+        return base - base.mean(axis=0)
+
+
+def exact_parts(matrix: Matrix) -> Any:
+    """A matrix as the kernel reads it exactly: a loaded array as its (sign, magnitude,
+    exponent) parts, read by `exactarray.parts` without rounding (integers as they stand);
+    literal rows as their exact entries, in text."""
+    loaded = matrix.loaded
+    if loaded is None:
+        return [[str(v) for v in row] for row in matrix.rows]
+    if loaded.dtype.kind in "iub":
+        values = loaded.astype(object)
+        return SimpleNamespace(neg=values < 0, mag=np.abs(values), exp=np.zeros(loaded.shape,
+                                                                                 np.int64))
+    mantissa, exponent = exactarray.parts(loaded)
+    return SimpleNamespace(neg=mantissa < 0, mag=np.abs(mantissa), exp=exponent)
 
 
 def _exact(value: object) -> Fraction:

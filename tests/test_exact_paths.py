@@ -28,8 +28,12 @@ EXACT_READERS = {"exactarray.py", "checker/files.py", "language/arrays.py"}
 # tests/test_modlu.py holds against FLINT on random and adversarial matrices. It may name
 # float dtypes; `float(...)`, the model's float views and np.linalg stay forbidden there too.
 EXACT_INTEGER_LU = {"checker/modlu.py"}
-# model.py defines the float views (for numeric/) next to the exact ones.
-FLOAT_VIEWS = {"model.py": {"floats", "apply_float", "evaluate"}}
+# model.py defines the float views (for numeric/) next to the exact ones. The ONNX readers
+# read a Constant node's `value_floats`, a protobuf field of float32 values that Python holds
+# as doubles (a lossless widening), through the attribute `.floats`, and decode them exactly.
+FLOAT_VIEWS = {"model.py": {"floats", "apply_float", "evaluate"},
+               "checker/onnx_file.py": {"_constant"},
+               "language/onnx_file.py": {"constant_tensor"}}
 FORBIDDEN_ATTRIBUTES = {"floats", "apply_float", "linalg", "numpy"}
 FLOAT_DTYPES = {"float16", "float32", "float64", "float128", "longdouble", "half", "single",
                 "double"}

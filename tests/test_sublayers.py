@@ -254,7 +254,7 @@ def test_both_sides_project_a_loaded_matrix_exactly(tmp_path):
     centred matrix built entry by entry in Fractions: rows, columns, residues, non-zeros."""
     from absorb_formal.checker.files import read_array
     from absorb_formal.checker.sublayer import Projected
-    from absorb_formal.decide.sublayer import ProjectedMatrix
+    from absorb_formal.model import ProjectedMatrix
     from absorb_formal.model import Matrix
 
     rng = np.random.default_rng(3)

@@ -58,12 +58,7 @@ def integers(value: Any) -> tuple[np.ndarray, int]:
     """An exact matrix or vector as (object array of Python ints, denominator): the values
     are ints / denominator. Reads embedded strings, a literal (`Rational`) or a file's
     `Dyadic` (sign, magnitude, exponent arrays) without a Fraction per entry."""
-    if isinstance(value, np.ndarray) and value.dtype == np.float64:  # each float is dyadic
-        require(bool(np.isfinite(value).all()), "a weight is not finite")
-        mant, power = np.frexp(value)  # value = mant · 2^power, 0.5 <= |mant| < 1
-        whole53 = (mant * float(1 << 53)).astype(np.int64)  # exact: 53 bits of mantissa
-        neg, mag, exp = whole53 < 0, np.abs(whole53), power.astype(np.int64) - 53
-    elif hasattr(value, "mag") and hasattr(value, "exp"):  # Dyadic: ±mag·2^exp
+    if hasattr(value, "mag") and hasattr(value, "exp"):  # Dyadic: ±mag·2^exp
         neg, mag, exp = value.neg, value.mag, value.exp
     else:
         neg = mag = exp = None

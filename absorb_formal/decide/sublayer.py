@@ -12,13 +12,10 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
-
-import numpy as np
 
 from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement
 from ..result import DECIDED, PROVED, REFUTED, Result, unknown
@@ -65,63 +62,6 @@ def _centre(rows: tuple[tuple[Fraction, ...], ...]) -> list[list[Fraction]]:
     return [[v - mu for v, mu in zip(row, means, strict=True)] for row in rows]
 
 
-class ProjectedMatrix(Matrix):
-    """Π D for a d × m matrix D, without materialising it: residues, columns, rows and the
-    non-zero pattern are derived exactly from D's own (a loaded D stays a loaded array)."""
-
-    def __init__(self, base: Matrix):
-        self.base = base
-        self.shape = base.shape
-        self._rows, self._given, self._lazy = None, None, None
-
-    @functools.cached_property
-    def _integers(self) -> tuple[np.ndarray, int]:
-        from ..checker.ray_limit import integers
-        from .ray_limit import exact_view
-
-        return integers(exact_view(self.base))
-
-    @functools.cached_property
-    def means(self) -> list[Fraction]:
-        ints, den = self._integers
-        return [Fraction(int(v), den * self.shape[0]) for v in ints.sum(axis=0)]
-
-    @functools.cached_property
-    def rows(self) -> tuple[tuple[Fraction, ...], ...]:  # type: ignore[override]
-        return tuple(self.exact_row(i) for i in range(self.shape[0]))
-
-    def exact_row(self, i: int) -> tuple[Fraction, ...]:
-        return tuple(v - mu for v, mu in zip(self.base.exact_row(i), self.means, strict=True))
-
-    def exact_column(self, j: int) -> tuple[Fraction, ...]:
-        col = self.base.exact_column(j)
-        mean = sum(col, Fraction(0)) / len(col)
-        return tuple(v - mean for v in col)
-
-    def column(self, j: int) -> tuple[Fraction, ...]:
-        return self.exact_column(j)
-
-    def residues(self, rows: Any, cols: Any, p: int) -> np.ndarray | None:
-        d = self.shape[0]
-        if d % p == 0:
-            return None
-        cols = list(cols)
-        whole = self.base.residues(range(d), cols, p)
-        if whole is None:
-            return None
-        sums = whole.sum(axis=0) % p  # d·p < 2^63
-        return ((whole - sums * pow(d, -1, p) % p) % p)[list(rows)]
-
-    def nonzero(self) -> np.ndarray:
-        ints, _ = self._integers
-        return ((ints * self.shape[0] - ints.sum(axis=0)) != 0).astype(bool)
-
-    @functools.cached_property
-    def floats(self) -> np.ndarray:  # type: ignore[override]
-        base = self.base.floats
-        return base - base.mean(axis=0)
-
-
 def projected(block: Block) -> Block:
     """`x ↦ ΠS x + ΠD σ(U x + b) + Πc`, Π = I − 11ᵀ/d (Theorem 10.1), without the norm."""
     assert block.layers is not None
@@ -130,7 +70,7 @@ def projected(block: Block) -> Block:
         bias = layer.down_bias
         centred = None if bias is None else tuple(r[0] for r in _centre(tuple((v,)
                                                                               for v in bias)))
-        down = (ProjectedMatrix(layer.down) if layer.down.loaded is not None
+        down = (layer.down.centred() if layer.down.loaded is not None
                 else Matrix(_centre(layer.down.rows)))
         layers.append(replace(layer, down=down, down_bias=centred))
     skip = Skip(block.dim, matrix=Matrix(_centre(block.skip.rows())))
