@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from types import SimpleNamespace
 from dataclasses import dataclass, field
 from fractions import Fraction
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import numpy as np

@@ -49,7 +49,8 @@ def _block(name: str, act: str, norm: str, biased: bool, statement: str) -> str:
             f"{statement}\n")
 
 
-LN = 'norm {} layernorm {{ eps 1e-5  gamma = load("w.npz", "gamma")  beta = load("w.npz", "beta") }}'
+LN = ('norm {} layernorm {{ eps 1e-5  gamma = load("w.npz", "gamma")  '
+      'beta = load("w.npz", "beta") }}')
 INSTANCES = {
     "gpt2-pre": _block("B", "gelu_tanh", LN.format("pre"), True, "claim B is not absorbable"),
     "t5-pre": _block("B", "relu", 'norm pre rmsnorm { eps 1e-6  gamma = load("w.npz", "gamma") }',

@@ -253,7 +253,7 @@ class Reading:
     def _strings(self, value: Value, where: str, vector: bool = False) -> Any:
         if isinstance(value, Load):
             found = self.matrix(value, where)
-            if vector or where.endswith("_bias"):  # a bias stored 1-D, 1×n or n×1 (docs/rules.md §8)
+            if vector or where.endswith("_bias"):  # 1-D, 1×n or n×1 (docs/rules.md §8)
                 if len(found.shape) not in (1, 2) or (len(found.shape) == 2
                                                       and 1 not in found.shape):
                     raise Stale(f"{where}: array {value.key!r} of shape {found.shape} is "

@@ -17,7 +17,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement
+from ..model import Block, Claim, Matrix, Query, Skip, Spec, Statement
 from ..result import DECIDED, PROVED, REFUTED, Result, unknown
 from . import ray_limit
 from .decision import Decision
