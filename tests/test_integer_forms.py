@@ -381,3 +381,33 @@ def test_a_forged_verdict_or_difference_is_rejected(big_docs):
     assert verify(forged, w_ne).status == "invalid"
     # the equal document read with the weights of the block one ulp off in B's place
     assert verify(equal, {"A": w_eq["A"], "B": w_ne["Off"]}).status == "invalid"
+
+
+def test_the_export_round_trip_is_proved_beyond_the_exact_work_limit(tmp_path):
+    """docs/tutorial.md §5 at a size whose certificates name the files: export the plain
+    block of a relu block with skip identity (own neurons + spare pairs, exact in float32),
+    load it back, and `R equals R_plain` is proved — by the API and by the CLI, checked."""
+    from absorb_formal import api
+
+    from .conftest import run_cli
+
+    rng = np.random.default_rng(5)
+    np.savez(tmp_path / "r.npz", up=(rng.standard_normal((BIG_M, BIG_D)) * 0.05).astype(
+        np.float32), down=(rng.standard_normal((BIG_D, BIG_M)) * 0.05).astype(np.float32))
+    block = (f"block R {{\n  activation relu  dim {BIG_D}  width {BIG_M}  skip identity\n"
+             '  up = load("r.npz", "up")\n  down = load("r.npz", "down")\n}\n')
+    (tmp_path / "r.mlp").write_text(block, encoding="utf-8")
+    run = run_cli("export", tmp_path / "r.mlp", "R", "--out", tmp_path / "R_plain.safetensors",
+                  "--dtype", "float32")
+    assert run.code == 0, run.out + run.err
+    assert "max rounding error 0 " in run.out
+    snippet = run.out[run.out.index("block R_plain"):]
+    spec = tmp_path / "back.mlp"
+    spec.write_text(block + snippet + "claim R equals R_plain\n", encoding="utf-8")
+    loaded = load_file(spec)
+    equal, certificate, reason = api.equal_blocks(loaded.blocks["R"], loaded.blocks["R_plain"])
+    assert (equal, reason) == (True, "") and certificate["kind"] == integer_forms.KIND
+    run = run_cli("--certificates", tmp_path / "certs", spec)
+    assert run.code == 0 and "proved: R equals R_plain" in run.out, run.out + run.err
+    [path] = (tmp_path / "certs").glob("*.json")
+    assert check_document(path)[0].status == "valid"
