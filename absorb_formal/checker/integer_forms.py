@@ -16,7 +16,7 @@ both of which must hold of the forms computed here.
 from __future__ import annotations
 
 from fractions import Fraction
-from math import gcd, lcm
+from math import lcm
 from typing import Any
 
 import numpy as np
@@ -87,7 +87,7 @@ def _vector(value: Any, n: int) -> list[Fraction]:
 def _fmpz(ints: np.ndarray) -> Any:
     import flint
 
-    return flint.fmpz_mat(ints.shape[0], ints.shape[1], [int(x) for x in ints.ravel().tolist()])
+    return flint.fmpz_mat(ints.shape[0], ints.shape[1], ints.ravel().tolist())  # Python ints
 
 
 # ---- the form --------------------------------------------------------------------------------
@@ -129,12 +129,19 @@ def form(block: dict[str, Any], layer: dict[str, Any],
     gamma_rest = [Fraction(0)] * d
     constants: dict[Fraction, list[Fraction]] = {}
     act = block["activation"]
+    live = (down != 0).any(axis=0)
+    # each row's gcd (math.gcd on Python ints: ≥ 0), and its primitive vector signed so that
+    # its first non-zero entry is positive
+    g = np.abs(np.gcd.reduce(up, axis=1)) if d else np.zeros(m, dtype=object)
+    first = np.argmax(up != 0, axis=1)
+    leads = up[np.arange(m), first]
+    signs = np.where(leads < 0, -1, 1).astype(object)
+    prims = up // np.where(g == 0, 1, g)[:, None] * signs[:, None]
     for i in range(m):
-        column = [int(x) for x in down[:, i].tolist()]
-        if not any(column):
+        if not live[i]:
             continue
-        row = [int(x) for x in up[i].tolist()]
-        if not any(row):  # a constant neuron d_i σ(β_i)
+        column = down[:, i].tolist()
+        if not g[i]:  # a constant neuron d_i σ(β_i)
             beta = betas[i]
             if beta == 0:
                 continue
@@ -147,18 +154,14 @@ def form(block: dict[str, Any], layer: dict[str, Any],
                 constants[beta] = [x + y for x, y in zip(acc, values, strict=True)]
             continue
         keyed[i] = betas[i]
-        g = 0
-        for x in row:
-            g = gcd(g, x)
-        lead = next(x for x in row if x != 0)
-        sign = 1 if lead > 0 else -1
-        name: tuple[Any, ...] = (tuple(sign * x // g for x in row),)
+        lead, sign = int(leads[i]), int(signs[i])
+        name: tuple[Any, ...] = (tuple(prims[i].tolist()),)
         if kind == "relu":
             alpha = lead * su
             weight = abs(lead)
         else:
             alpha = Fraction(sign)
-            name += (g * su,)
+            name += (int(g[i]) * su,)
             weight = 1
         if biased:
             name += (betas[i] / alpha,)

@@ -123,7 +123,7 @@ def _flint(ints: np.ndarray) -> Any:
     import flint
 
     rows, cols = ints.shape
-    return flint.fmpz_mat(rows, cols, [int(x) for x in ints.ravel().tolist()])
+    return flint.fmpz_mat(rows, cols, ints.ravel().tolist())  # Python ints, either dtype
 
 
 @dataclass
