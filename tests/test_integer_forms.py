@@ -411,3 +411,28 @@ def test_the_export_round_trip_is_proved_beyond_the_exact_work_limit(tmp_path):
     assert run.code == 0 and "proved: R equals R_plain" in run.out, run.out + run.err
     [path] = (tmp_path / "certs").glob("*.json")
     assert check_document(path)[0].status == "valid"
+
+
+def test_a_large_block_equals_a_small_one_embedded_beside_it(tmp_path):
+    """One block stored by its files (beyond the limit), the other embedded: the large block's
+    neurons past the 64th are dead (zero down columns), so it equals the first 64 alone."""
+    from .conftest import run_cli
+
+    rng = np.random.default_rng(11)
+    up = (rng.standard_normal((BIG_M, BIG_D)) * 0.05).astype(np.float32)
+    down = (rng.standard_normal((BIG_D, BIG_M)) * 0.05).astype(np.float32)
+    down[:, 64:] = 0
+    np.savez(tmp_path / "w.npz", up=up, down=down, up64=up[:64], down64=down[:, :64])
+    text = "".join(f"block {name} {{\n  activation silu  dim {BIG_D}  width {m}  skip identity\n"
+                   f'  up = load("w.npz", "up{k}")\n  down = load("w.npz", "down{k}")\n}}\n'
+                   for name, m, k in (("Big", BIG_M, ""), ("Small", 64, "64")))
+    spec = tmp_path / "mixed.mlp"
+    spec.write_text(text + "claim Big equals Small\n", encoding="utf-8")
+    run = run_cli("--crosscheck", "0", "--certificates", tmp_path / "certs", spec)
+    assert run.code == 0 and "proved: Big equals Small" in run.out, run.out + run.err
+    [path] = (tmp_path / "certs").glob("*.json")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(doc["blocks"]["Big"]["layers"], dict)
+    assert isinstance(doc["blocks"]["Small"]["layers"], list)
+    assert doc["certificate"]["keys"] == [64, 64]
+    assert check_document(path)[0].status == "valid"
