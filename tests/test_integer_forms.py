@@ -379,6 +379,10 @@ def test_a_forged_verdict_or_difference_is_rejected(big_docs):
     forged["certificate"]["difference"]["row"] = (unequal["certificate"]["difference"]["row"]
                                                   + 1) % BIG_D
     assert verify(forged, w_ne).status == "invalid"
+    for extra in ({"equal": "true"}, {"note": "unread"}, {"difference": None}):
+        forged = copy.deepcopy(equal)
+        forged["certificate"].update(extra)
+        assert verify(forged, w_eq).status == "invalid", extra
     # the equal document read with the weights of the block one ulp off in B's place
     assert verify(equal, {"A": w_eq["A"], "B": w_ne["Off"]}).status == "invalid"
 

@@ -208,6 +208,7 @@ def check(left: dict[str, Any], right: dict[str, Any], layer_l: dict[str, Any],
     counts and difference must agree with them (Invalid otherwise)."""
     require(set(cert) <= {"kind", "equal", "keys", "difference"},
             "the certificate has fields this check does not read")
+    require(isinstance(cert["equal"], bool), "the verdict is not true or false")
     biased = bool(left.get("bias") or right.get("bias"))
     fam_l, fam_r = families
     fl = form(left, layer_l, fam_l, biased)
@@ -228,7 +229,7 @@ def check(left: dict[str, Any], right: dict[str, Any], layer_l: dict[str, Any],
     equal = lam_equal and same_keys and v_equal
     if equal and biased:
         equal = _constants_equal(fl, fr, left["activation"])
-    require(equal == bool(cert["equal"]), "the stored verdict disagrees with the forms")
+    require(equal == cert["equal"], "the stored verdict disagrees with the forms")
     require(equal == ("difference" not in cert),
             "a difference is stored exactly when the forms differ")
     if not equal:

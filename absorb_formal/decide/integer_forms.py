@@ -54,16 +54,6 @@ class Ints:
     scale: Fraction
 
 
-def _bits(values: np.ndarray) -> int:
-    """An upper bound on the bit length of every |x| (0 for an empty or zero array)."""
-    if values.size == 0:
-        return 0
-    if values.dtype == object:
-        return max(int(abs(x)).bit_length() for x in values.ravel().tolist())
-    top = int(np.abs(values).max()) if values.size else 0
-    return top.bit_length()
-
-
 def ints_of_matrix(matrix: Matrix) -> Ints:
     array = matrix.loaded
     if array is None:
