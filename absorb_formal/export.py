@@ -620,9 +620,34 @@ def export(spec_file: Path | str, name: str, out: Path | str, width: int | None 
     if name not in spec.blocks:
         known = ", ".join(sorted(spec.blocks)) or "none"
         raise ExportError(f"{spec_file}: no block named {name!r} (blocks: {known})")
-    found = find_witness(spec.blocks[name], width, engine)
+    block, sublayer = exported_block(spec.blocks[name])
+    found = find_witness(block, width, engine)
     return write_witness(found, out, dtype, force, points, {
-        "spec": str(spec_file), "spec_sha256": proofs.sha256_file(spec_file)}, max_error)
+        "spec": str(spec_file), "spec_sha256": proofs.sha256_file(spec_file), **sublayer},
+        max_error)
+
+
+def exported_block(block: Block) -> tuple[Block, dict[str, str]]:
+    """The block whose witness replaces a sublayer, and what the record must say about it
+    (docs/rules.md §10): a post-norm block's reduced block, whose witness P the model runs
+    as N(P(x)); a pre-norm or sandwich block has none (ExportError, with the reason)."""
+    if block.norm is None:
+        return block, {}
+    if block.norm.placement != "post":
+        raise ExportError(
+            f"block {block.name} is a {block.norm.placement}-norm sublayer x + F(N(x)): no "
+            "plain MLP of any width or depth computes it once its branch moves along rays "
+            "(docs/rules.md §10.2), so there is nothing to export. Its bare block (the same "
+            "block without the norm clause) is the paper's question; a witness for it is not "
+            "a drop-in replacement", EXIT_NOT_ABSORBABLE)
+    from .decide.sublayer import reduced
+
+    small, how, why = reduced(block)
+    if small is None:
+        raise ExportError(f"block {block.name}: {why}")
+    return small, {"sublayer": f"post-norm: the MLP replaces the {how}; the model computes "
+                               f"N(MLP(x)): run it without the residual connection and keep "
+                               f"the norm {block.norm.describe()} after it"}
 
 
 def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int | None,

@@ -215,9 +215,56 @@ class Layer:
     down_bias: Vector | None = None
 
 
+NORM_KINDS = ("layernorm", "rmsnorm")
+PLACEMENTS = ("pre", "post", "sandwich")
+
+
+@dataclass(frozen=True)
+class Norm:
+    """One normalisation (docs/rules.md, Normalised sublayers): RMSNorm
+    `γ ⊙ x / sqrt(‖x‖²/d + ε)`, LayerNorm `γ ⊙ Πx / sqrt(‖Πx‖²/d + ε) + β` with
+    `Π = I − 11ᵀ/d`. gamma None: all ones; beta None: zeros (always None for RMSNorm)."""
+
+    kind: str
+    eps: Fraction
+    gamma: Vector | None = None
+    beta: Vector | None = None
+
+    def describe(self) -> str:
+        return f"{self.kind} (eps {self.eps})"
+
+    def apply_float(self, x: np.ndarray) -> np.ndarray:
+        """N at a batch of points (N, d), in float64 (numeric cross-checks only)."""
+        d = x.shape[1]
+        centred = x - x.mean(axis=1, keepdims=True) if self.kind == "layernorm" else x
+        rho = np.sqrt((centred ** 2).sum(axis=1, keepdims=True) / d + float(self.eps))
+        out = centred / rho
+        if self.gamma is not None:
+            out = out * np.array([float(g) for g in self.gamma])
+        if self.beta is not None:
+            out = out + np.array([float(b) for b in self.beta])
+        return out
+
+
+@dataclass(frozen=True)
+class Normalisation:
+    """Where the norm sits beside the FFN F: "pre" `S x + F(N(x))`, "post" `N(S x + F(x))`,
+    "sandwich" `S x + N₂(F(N₁(x)))`; `norms` is (N,) or, for sandwich, (N₁, N₂)."""
+
+    placement: str
+    norms: tuple[Norm, ...]
+
+    def describe(self) -> str:
+        return f"{self.placement}-norm " + " then ".join(n.describe() for n in self.norms)
+
+
 @dataclass(frozen=True)
 class Block:
-    """A block `B_L ∘ … ∘ B_1`; `layers` is None for a family (weights not given)."""
+    """A block `B_L ∘ … ∘ B_1`; `layers` is None for a family (weights not given).
+
+    With `norm` (docs/rules.md, Normalised sublayers) the block denotes the sublayer the
+    model computes (pre-, post- or sandwich-norm), and claims about it mean the sublayer;
+    `bare()` is the block `S x + F(x)` without it, the paper's question."""
 
     name: str
     activation: Activation
@@ -229,6 +276,13 @@ class Block:
     pos: Pos
     # docs/rules.md §8: declared `bias` or given a bias value; compared with biased plain blocks.
     biased: bool = False
+    norm: Normalisation | None = None
+
+    def bare(self) -> Block:
+        """The block without its norm clause: `S x + F(x)`."""
+        from dataclasses import replace
+
+        return replace(self, norm=None)
 
     @property
     def is_concrete(self) -> bool:
@@ -260,9 +314,19 @@ class Block:
         return tuple(s + o for s, o in zip(self.skip.apply(x), out, strict=True))
 
     def evaluate(self, points: np.ndarray) -> np.ndarray:
-        """B at a batch of points (shape (N, d)) in float64, for every activation."""
+        """B at a batch of points (shape (N, d)) in float64, for every activation; with a
+        norm clause, the sublayer the model computes."""
         assert self.layers is not None, "a family has no values"
         x = np.asarray(points, dtype=np.float64)
+        if self.norm is not None:
+            norms = self.norm.norms
+            if self.norm.placement == "post":
+                return norms[0].apply_float(self.bare().evaluate(x))
+            branch = self.bare().evaluate(norms[0].apply_float(x)) - self.skip.apply_float(
+                norms[0].apply_float(x))
+            if self.norm.placement == "sandwich":
+                branch = norms[1].apply_float(branch)
+            return self.skip.apply_float(x) + branch
         sigma = self.activation.scalar.numpy
 
         def _plus(values: np.ndarray, bias: Vector | None) -> np.ndarray:

@@ -37,12 +37,13 @@ from .language.syntax import (
     BlockDecl,
     LoadExpr,
     MatrixLit,
+    NormExpr,
     SkipExpr,
     SpecSyntax,
     VectorLit,
     WeightDecl,
 )
-from .model import Block, Claim, Spec
+from .model import Block, Claim, Normalisation, Spec
 from .result import Result
 
 FORMAT = "absorb_formal certificate 2"
@@ -109,7 +110,15 @@ class Sources:
     def loads(self, name: str) -> list[LoadExpr]:
         skip = self.skip_load(name)
         return [w.value for ws in self.layers(name) for w in ws
-                if isinstance(w.value, LoadExpr)] + ([skip] if skip is not None else [])
+                if isinstance(w.value, LoadExpr)] + ([skip] if skip is not None else []) \
+            + self.norm_loads(name)
+
+    def norm_loads(self, name: str) -> list[LoadExpr]:
+        """The `load(...)`s of a block's norm clause (γ, β read from files)."""
+        return [item.value for f in self.blocks[name].fields
+                if f.name == "norm" and isinstance(f.value, NormExpr)
+                for norm in f.value.norms for item in norm.items
+                if isinstance(item.value, LoadExpr)]
 
     def skip_load(self, name: str) -> LoadExpr | None:
         """The `skip load("file", "key")` of a block, if its skip is read from a file."""
@@ -134,8 +143,14 @@ def _by_source(block: Block, sources: Sources) -> dict[str, Any]:
                         for ws in sources.layers(block.name)]}
 
 
-def block_json(block: Block, sources: Sources) -> dict[str, Any]:
+def activation_json(block: Block) -> dict[str, Any]:
     scalar = block.activation.scalar
+    return {"name": block.activation.name, "kind": scalar.kind, "gated": block.activation.gated,
+            "param": None if scalar.param is None else cert.q(scalar.param),
+            "power": scalar.power, "coeffs": cert.vector(scalar.coeffs)}
+
+
+def block_json(block: Block, sources: Sources) -> dict[str, Any]:
     skip_load = sources.skip_load(block.name)
     if block.layers is not None and weight_count(block) > MAX_EXACT_WEIGHTS:
         layers: Any = _by_source(block, sources)
@@ -146,14 +161,22 @@ def block_json(block: Block, sources: Sources) -> dict[str, Any]:
     return {
         **biased,
         "name": block.name,
-        "activation": {"name": block.activation.name, "kind": scalar.kind,
-                       "gated": block.activation.gated,
-                       "param": None if scalar.param is None else cert.q(scalar.param),
-                       "power": scalar.power, "coeffs": cert.vector(scalar.coeffs)},
+        "activation": activation_json(block),
         "dim": block.dim, "width": block.width, "depth": block.depth,
         "skip": _skip_json(block, sources, skip_load),
         "layers": layers,
+        **({} if block.norm is None else {"norm": norm_json(block.norm)}),
     }
+
+
+def norm_json(norm: Normalisation) -> dict[str, Any]:
+    """A norm clause as documents embed it: placement, and each norm's kind, ε, γ and β as
+    exact strings (None: ones, zeros). Always embedded (d entries each), whatever the size."""
+    return {"placement": norm.placement,
+            "norms": [{"kind": n.kind, "eps": cert.q(n.eps),
+                       "gamma": None if n.gamma is None else cert.vector(n.gamma),
+                       "beta": None if n.beta is None else cert.vector(n.beta)}
+                      for n in norm.norms]}
 
 
 def _skip_json(block: Block, sources: Sources, by_source: LoadExpr | None) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """A tiny numpy interpreter of the few ONNX ops the tests' MLP graphs use (onnxruntime is not
 available): MatMul, Gemm, Add, Sub, Mul, Div, Pow, Erf, Tanh, Sigmoid, Relu, Gelu (and the
-com.microsoft Gelu/FastGelu), Abs, LeakyRelu, Identity, Cast, Transpose, Constant. Values
-are float64 (a Cast to FLOAT rounds to float32 first)."""
+com.microsoft Gelu/FastGelu), Abs, LeakyRelu, Identity, Cast, Transpose, Constant, and the
+norms' ops: ReduceMean (last axis), Sqrt, Reciprocal, LayerNormalization,
+SimplifiedLayerNormalization, RMSNormalization. Values are float64 (a Cast to FLOAT rounds
+to float32 first)."""
 
 from __future__ import annotations
 
@@ -89,6 +91,19 @@ def run(model: Any, feeds: dict[str, np.ndarray], folder: str | None = None
             out = np.transpose(ins[0], attrs.get("perm"))
         elif op == "Constant":
             out = attrs["value"] if "value" in attrs else np.float64(attrs["value_float"])
+        elif op == "ReduceMean":
+            axes = attrs["axes"] if "axes" in attrs else [int(a) for a in ins[1].reshape(-1)]
+            out = ins[0].mean(axis=tuple(axes), keepdims=bool(attrs.get("keepdims", 1)))
+        elif op == "Sqrt":
+            out = np.sqrt(ins[0])
+        elif op == "Reciprocal":
+            out = 1 / ins[0]
+        elif op in ("LayerNormalization", "SimplifiedLayerNormalization", "RMSNormalization"):
+            x, eps = ins[0], float(np.float32(attrs.get("epsilon", 1e-5)))
+            if op == "LayerNormalization":
+                x = x - x.mean(axis=-1, keepdims=True)
+            out = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * ins[1]
+            out = out + ins[2] if len(ins) > 2 else out
         else:
             raise NotImplementedError(op)
         values[node.output[0]] = np.asarray(out, dtype=np.float64)

@@ -67,3 +67,45 @@ def test_safetensors_missing_key_is_positioned(tmp_path):
     [diag] = caught.value.diagnostics
     assert (diag.pos.line, diag.pos.column) == (3, 9)
     assert "no tensor 'down'" in diag.message
+
+
+def test_a_mistyped_key_suggests_the_nearest_name(tmp_path):
+    tensors = {f"h.{i}.mlp.c_fc.weight": ("F64", np.eye(2)) for i in range(12)}
+    write_safetensors(tmp_path / "w.safetensors", tensors)
+    np.savez(tmp_path / "w.npz", **{"h.0.mlp.c_fc.weight": np.eye(2)})
+    for file in ("w.safetensors", "w.npz"):
+        text = f'block R {{ activation relu dim 2 width 2\n up = load("{file}", ' \
+               '"h.0.mlp.c_fc.wieght")\n down = load("' + file + '", "nothing.like.it") }\n'
+        with pytest.raises(Exception) as caught:
+            load_text(text, "s.mlp", tmp_path)
+        first, second = caught.value.diagnostics
+        assert "did you mean 'h.0.mlp.c_fc.weight'?" in first.message, first.message
+        assert "did you mean" not in second.message and "(it has: h.0" in second.message
+        assert ("(12 in all)" in second.message) is (file == "w.safetensors")
+
+
+def test_a_truncated_safetensors_file_is_said_to_be_truncated_by_both_readers(tmp_path):
+    from absorb_formal.checker.files import FileError
+    from absorb_formal.checker.files import read_array as checker_read
+    from absorb_formal.language.arrays import ArrayError, load_array
+
+    path = tmp_path / "w.safetensors"
+    write_safetensors(path, {"up": ("F64", np.eye(4)), "down": ("F64", np.eye(4))})
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-40])  # the last 5 doubles lost
+    with pytest.raises(ArrayError, match=r"'w.safetensors' is truncated: its header describes "
+                                         r"256 data bytes, the file holds 216 \(40 missing\)"):
+        load_array(path, "up")
+    with pytest.raises(FileError, match=r"is truncated: its .safetensors header describes 256 "
+                                        r"data bytes, the file holds 216"):
+        checker_read(path, "up")
+    path.write_bytes(whole[:20])  # cut inside the header
+    with pytest.raises(ArrayError, match="is truncated: its header alone needs"):
+        load_array(path, "up")
+    with pytest.raises(FileError, match="is truncated: its .safetensors header alone needs"):
+        checker_read(path, "up")
+    path.write_bytes(whole + b"\0" * 8)  # bytes after the tensors: not a truncation
+    with pytest.raises(ArrayError, match="8 more bytes follow them"):
+        load_array(path, "up")
+    with pytest.raises(FileError, match="8 more bytes follow them"):
+        checker_read(path, "up")

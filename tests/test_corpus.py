@@ -122,7 +122,8 @@ def test_corpus_covers_every_rule(corpus_run):
                  "§4 rank of S", "§4 subset condition", "§4 relu family, d = 1",
                  "spare pairs (§4)", "plain family (skip none)",
                  "§4 key count + doubles (large block)",
-                 "§8.2 flip sets + unique solution mod q"):
+                 "§8.2 flip sets + unique solution mod q", "§10.2 ray limit",
+                 "§10.2 gated pre-norm Jacobian"):
         assert rule in methods, rule
 
 

@@ -194,7 +194,7 @@ def printed_methods() -> set[str]:
     for value in _string_constants():
         # Method-like literals: "§N name" (not a bare "§N", not a message that "covers" or
         # "needs" or "decides" something), the plain-block names, and the few fixed method strings.
-        method_like = re.fullmatch(r"§\d(\.\d)? [\w .,=^+-]*\w|[\w ]+\(skip none\)|"
+        method_like = re.fullmatch(r"§\d+(\.\d)? [\w .,=^+-]*\w|[\w ]+\(skip none\)|"
                                    r"spare pairs \(§4\)|both engines", value)
         if method_like and not re.search(r"\b(covers|needs|decides?|refutes|only)\b", value):
             names.add(value)

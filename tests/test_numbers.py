@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from absorb_formal.language.numbers import NumberError, parse_rational
+from absorb_formal.language.numbers import (
+    NumberError,
+    exact_decimal,
+    parse_decimal,
+    parse_rational,
+)
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -44,3 +49,19 @@ def test_bad_literals_are_refused(text, fragment):
 
 def test_zeros_do_not_count_as_digits():
     assert parse_rational("0" * 5000 + "1") == 1
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_floats_exact_decimal_reads_back_as_that_float(x):
+    text = exact_decimal(Fraction(x))
+    assert parse_decimal(text) == Fraction(x)
+    assert "e" not in text and not text.endswith(".") and (text == "0" or text[-1] != "0"
+                                                          or "." not in text)
+
+
+def test_exact_decimals_of_known_values():
+    assert exact_decimal(Fraction(-3, 8)) == "-0.375"
+    assert exact_decimal(Fraction(1200)) == "1200"
+    assert exact_decimal(Fraction(13421773, 134217728)) == "0.100000001490116119384765625"
+    with pytest.raises(ValueError):
+        exact_decimal(Fraction(1, 3))

@@ -232,11 +232,24 @@ def refused_models(folder: Path) -> dict[str, Path]:
         "NaN raw": ([numpy_helper.from_array(np.array([[np.nan, 1]], np.float32), "W")], []),
         "inf typed": ([_typed("W", TensorProto.DOUBLE, double_data=[float("inf")])], []),
         "missing key": ([_with(name="V")], []),
-        "only a Constant": ([], [const]),
+        "a computed value": ([], [helper.make_node("Relu", ["x"], ["W"])]),
+        "two nodes output it": ([], [const, const]),
+        "a Constant and a graph input": ([], [const], ["W"]),
+        "an initializer, a node output and a graph input": ([W], [other], ["W"]),
+        "a Constant of two attributes": ([], [_two_attributes(const)]),
+        "a sparse Constant": ([], [helper.make_node("Constant", [], ["W"],
+                                                    sparse_value=sparse)]),
+        "a string Constant": ([], [helper.make_node("Constant", [], ["W"],
+                                                    value_string="a")]),
+        "a Constant of a string tensor": ([], [helper.make_node(
+            "Constant", [], ["W"], value=helper.make_tensor("s", TensorProto.STRING, [1, 1],
+                                                            [b"a"]))]),
     }
     paths = {}
-    for i, (name, (tensors, nodes)) in enumerate(cases.items()):
-        graph = helper.make_graph(nodes, "g", [], [], tensors)
+    for i, (name, (tensors, nodes, *named_inputs)) in enumerate(cases.items()):
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 2])
+                  for n in (named_inputs[0] if named_inputs else [])]
+        graph = helper.make_graph(nodes, "g", inputs, [], tensors)
         paths[name] = folder / f"bad{i}.onnx"
         paths[name].write_bytes(helper.make_model(graph).SerializeToString())
     graph = helper.make_graph([], "g", [], [], [], sparse_initializer=[sparse])
@@ -245,6 +258,13 @@ def refused_models(folder: Path) -> dict[str, Path]:
     paths["not onnx"] = folder / "junk.onnx"
     paths["not onnx"].write_bytes(b"\xff\xff\xff garbage, not a protobuf \x00\x01")
     return paths
+
+
+def _two_attributes(node: Any) -> Any:
+    out = helper.make_node("Constant", [], list(node.output))
+    out.attribute.extend(node.attribute)
+    out.attribute.append(helper.make_attribute("value_float", 1.0))
+    return out
 
 
 def _with_typed(tensor: Any, **fields: list[Any]) -> Any:
@@ -275,7 +295,8 @@ def test_both_readers_refuse_the_same_ambiguous_or_malformed_files(tmp_path):
         assert isinstance(mine, str) and mine.startswith("refused"), (case, mine)
         assert "not a matrix" not in mine, (case, mine)  # refused for its own reason
         assert isinstance(theirs, str) and theirs.startswith("refused"), (case, theirs)
-    ambiguous = [c for c in paths if "twice" in c or " and " in c or "without EXTERNAL" in c]
+    ambiguous = [c for c in paths if "twice" in c or " and " in c or "without EXTERNAL" in c
+                 or "two nodes" in c]
     for case in ambiguous:
         assert "ambiguous" in prover(paths[case], "W"), case
         assert "ambiguous" in checker(paths[case], "W"), case
@@ -292,6 +313,9 @@ def test_the_refusals_are_not_blanket_the_same_files_made_sound_read_fine(tmp_pa
     for i, (case, tensors) in enumerate(good.items()):
         path = model(tmp_path / f"good{i}.onnx", tensors)
         assert both(path, "W") != "refused", case
+    const = helper.make_node("Constant", [], ["W"], value=W)
+    path = model(tmp_path / "const.onnx", [], [const])  # a Constant alone: one meaning
+    assert both(path, "W") == [[1, 2], [3, 4]]
 
 
 def test_a_missing_initializer_names_the_file_the_key_and_some_that_exist(tmp_path):
@@ -301,9 +325,61 @@ def test_a_missing_initializer_names_the_file_the_key_and_some_that_exist(tmp_pa
     assert "'m.onnx' has no initializer 'layer1.wieght'" in message
     assert "layer0.weight" in message and "14 in all" in message
     assert "has no initializer 'layer1.wieght'" in checker(path, "layer1.wieght")
-    const = model(tmp_path / "c.onnx", [], [helper.make_node("Constant", [], ["K"],
-                                                                 value=W)])
-    assert "output of a Constant node" in prover(const, "K")
+    assert "did you mean 'layer1.weight'?" in message
+    assert "did you mean" not in prover(path, "unrelated")
+    computed = model(tmp_path / "c.onnx", [], [helper.make_node("Relu", ["x"], ["K"])])
+    assert "no stored tensor 'K': it is computed, the output of a Relu node" in \
+        prover(computed, "K")
+    assert "output of a Relu node" in checker(computed, "K")
+
+
+def test_a_truncated_model_is_said_to_be_truncated_or_not_onnx_by_both_readers(tmp_path):
+    path = model(tmp_path / "m.onnx", [W])
+    path.write_bytes(path.read_bytes()[:-5])
+    assert "'m.onnx' is not a readable ONNX model: truncated or not ONNX" in prover(path, "W")
+    assert "is not a readable ONNX model: truncated or not ONNX" in checker(path, "W")
+
+
+# ---- tensors held in Constant nodes -------------------------------------------------------------
+
+def constant_nodes(cases: dict[str, tuple[Any, Any]]) -> list[Any]:
+    """Each case's tensor as the value of a Constant node whose output is the case's name
+    (the tensor itself named otherwise, as exporters leave it)."""
+    nodes = []
+    for name, (tensor, _) in cases.items():
+        value = TensorProto()
+        value.CopyFrom(tensor)
+        value.name = f"{name}_value"
+        nodes.append(helper.make_node("Constant", [], [name], value=value))
+    return nodes
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_tensors_in_constant_nodes_read_alike_exactly_by_their_output_name(tmp_path, external):
+    cases = typed_and_raw()
+    scalars = [helper.make_node("Constant", [], ["floats"], value_floats=[0.1, -2.5]),
+               helper.make_node("Constant", [], ["ints"], value_ints=[3, -(2**40)]),
+               helper.make_node("Constant", [], ["float"], value_float=0.1)]
+    graph = helper.make_graph(constant_nodes(cases) + scalars, "g", [], [], [])
+    path = tmp_path / "c.onnx"
+    if external:  # the Constants' tensors moved to a data file too
+        onnx.save(helper.make_model(graph), str(path), save_as_external_data=True,
+                  all_tensors_to_one_file=True, location="c.data", size_threshold=0,
+                  convert_attribute=True)
+        stored = onnx.load(str(path), load_external_data=False)
+        assert any(a.t.data_location == 1 for n in stored.graph.node for a in n.attribute)
+        assert prover_sha256(path) == checker_sha256(path) != \
+            hashlib.sha256(path.read_bytes()).hexdigest()  # the data file counts
+    else:
+        onnx.save(helper.make_model(graph), str(path))
+    for name, (_, want) in cases.items():
+        assert both(path, name) == want, name
+    assert exactarray.fractions(load_array(path, "floats", vector=True).array()[None]) == \
+        [[F(np.float32(0.1)), F(-2.5)]]
+    assert read_array(path, "floats").fractions() == [F(np.float32(0.1)), F(-2.5)]
+    assert read_array(path, "ints").fractions() == [3, -(2**40)]
+    assert load_array(path, "ints", vector=True).array().tolist() == [3, -(2**40)]
+    assert read_array(path, "float").fractions() == F(np.float32(0.1))
 
 
 # ---- in a spec, and through certificates ------------------------------------------------------
@@ -317,19 +393,26 @@ claim R is absorbable
 """
 
 
-def relu_model(folder: Path, external: bool) -> Path:
+def relu_model(folder: Path, external: bool, constants: bool = False) -> Path:
+    """The weights as initializers, or (`constants`) as Constant nodes named alike."""
     up = np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32)  # W_down[:, J] W_up[J, :] = -I
     down = np.array([[-1, 0, 0.5], [0, -1, 0.25]], dtype=np.float32).T  # stored m×d
     tensors = [numpy_helper.from_array(up, "fc1.weight"),
                numpy_helper.from_array(np.ascontiguousarray(down), "fc2.weight")]
     save = dict(save_as_external_data=True, all_tensors_to_one_file=True,
-                location="weights.bin", size_threshold=0) if external else {}
+                location="weights.bin", size_threshold=0,
+                convert_attribute=True) if external else {}
+    if constants:
+        return model(folder / "m.onnx", [], constant_nodes({t.name: (t, None) for t in tensors}),
+                     **save)
     return model(folder / "m.onnx", tensors, **save)
 
 
-@pytest.mark.parametrize("external", [False, True])
-def test_a_spec_loading_onnx_is_decided_certified_and_checked(cli, tmp_path, external):
-    relu_model(tmp_path, external)
+@pytest.mark.parametrize("external, constants", [(False, False), (True, False), (False, True),
+                                                 (True, True)])
+def test_a_spec_loading_onnx_is_decided_certified_and_checked(cli, tmp_path, external,
+                                                               constants):
+    relu_model(tmp_path, external, constants)
     spec = tmp_path / "r.mlp"
     spec.write_text(SPEC, encoding="utf-8")
     run = cli("--certificates", tmp_path / "certs", spec)
@@ -376,8 +459,8 @@ def test_a_missing_initializer_in_a_spec_is_a_positioned_error(cli, tmp_path):
     spec.write_text(SPEC.replace("fc1.weight", "fc1.wieght"), encoding="utf-8")
     run = cli(spec)
     assert run.code == 2
-    assert "r.mlp:3:12: error: 'm.onnx' has no initializer 'fc1.wieght' (it has: " \
-        "fc1.weight, fc2.weight)" in run.err, run.err
+    assert "r.mlp:3:12: error: 'm.onnx' has no initializer 'fc1.wieght'; did you mean " \
+        "'fc1.weight'? (it has: fc1.weight, fc2.weight)" in run.err, run.err
 
 
 def test_an_ambiguous_model_is_a_positioned_error_and_a_moved_model_still_checks(cli, tmp_path):
@@ -404,8 +487,11 @@ def test_an_ambiguous_model_is_a_positioned_error_and_a_moved_model_still_checks
 # ---- fuzz: flipped bytes in a model --------------------------------------------------------------
 
 def _fuzz_base(folder: Path) -> bytes:
+    """Every case as an initializer, and as a Constant node's value named `const_CASE`."""
     tensors = [tensor for tensor, _ in typed_and_raw().values()]
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [], [], tensors)
+    constants = constant_nodes({f"const_{k}": v for k, v in typed_and_raw().items()})
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), *constants], "g", [],
+                              [], tensors)
     return helper.make_model(graph).SerializeToString()
 
 
@@ -413,7 +499,7 @@ def _fuzz_base(folder: Path) -> bytes:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1,
                       max_size=3),
-       key=st.sampled_from(sorted(typed_and_raw())))
+       key=st.sampled_from(sorted(typed_and_raw()) + [f"const_{k}" for k in typed_and_raw()]))
 def test_both_readers_agree_on_models_with_flipped_bytes(tmp_path, flips, key):
     """Whatever a corrupted model holds, the two readers read the same values or both
     refuse it (a tensor that is no longer 2-D: the prover refuses it as a matrix, the

@@ -129,6 +129,10 @@ def silu(b: Builder, h: str) -> str:
     return b.op("Mul", [h, b.op("Sigmoid", [h])])
 
 
+def silu_scaled_by_one(b: Builder, h: str) -> str:  # x·Sigmoid(1.0·x): a Constant node 1.0
+    return b.op("Mul", [b.op("Sigmoid", [b.op("Mul", [b.const(1.0, node=True), h])]), h])
+
+
 def gelu_op(b: Builder, h: str) -> str:
     return b.op("Gelu", [h])
 
@@ -159,7 +163,8 @@ PLAIN = {
     "gelu_double_constants": (gelu_double_constants, "gelu"),
     "gelu_tanh_hf": (gelu_tanh_hf, "gelu_tanh"),
     "gelu_tanh_folded": (gelu_tanh_folded, "gelu_tanh"),
-    "silu": (silu, "silu"), "gelu_op": (gelu_op, "gelu"),
+    "silu": (silu, "silu"), "silu_scaled_by_one": (silu_scaled_by_one, "silu"),
+    "gelu_op": (gelu_op, "gelu"),
     "gelu_op_tanh": (gelu_op_tanh, "gelu_tanh"),
     "tanh": (tanh, "tanh"), "identity_nodes": (with_identity, "relu"),
     "leaky_relu": (leaky, "leaky_relu(1/4)"), "fast_gelu": (fast_gelu, "gelu_tanh"),
@@ -178,11 +183,10 @@ def mlp(tmp_path: Path, act: Any, style: str = "matmul", bias: bool = True,
 
 # ---- the block a FoundBlock describes, in float64 ----------------------------------------------
 
-def _array(folder: Path, ref: TensorRef | None) -> np.ndarray | None:
+def _array(folder: Path, ref: TensorRef | None, vector: bool = False) -> np.ndarray | None:
     if ref is None:
         return None
-    array = load_array(folder / ref.file, ref.key).array() if not ref.key.endswith("bias") \
-        else load_array(folder / ref.file, ref.key, vector=True).array()
+    array = load_array(folder / ref.file, ref.key, vector=vector).array()
     array = np.asarray(array, dtype=np.float64)
     return array.T if ref.transpose else array
 
@@ -200,10 +204,10 @@ GATES = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu", "glu": "sigmoid"}
 def block_output(folder: Path, block: FoundBlock, x: np.ndarray) -> np.ndarray:
     up, down = _array(folder, block.up), _array(folder, block.down)
     assert up.shape == (block.width, block.dim) and down.shape == (block.dim, block.width)
-    ub, db = _array(folder, block.up_bias), _array(folder, block.down_bias)
+    ub, db = _array(folder, block.up_bias, True), _array(folder, block.down_bias, True)
     z = x @ up.T + (0 if ub is None else ub)
     if block.gate is not None:
-        gate, gb = _array(folder, block.gate), _array(folder, block.gate_bias)
+        gate, gb = _array(folder, block.gate), _array(folder, block.gate_bias, True)
         g = x @ gate.T + (0 if gb is None else gb)
         hidden = SIGMA[GATES[block.activation]](g) * z
     else:
@@ -321,8 +325,114 @@ def test_external_data_models_are_scanned(tmp_path):
     onnx.save(b.model(y), str(path), save_as_external_data=True, all_tensors_to_one_file=True,
               location="ext.bin", size_threshold=0)  # constants go out too
     [block], _ = find_blocks(path)
-    assert block.activation == "gelu" and block.name == "mlp0"
+    assert block.activation == "gelu" and block.name == "fc1"
     agrees(path, block)
+
+
+# ---- as exporters write them --------------------------------------------------------------------
+
+def paddle_gelu(b: Builder, h: str) -> str:
+    """paddle2onnx's gelu: shape-[1] Constant nodes, x/√2 → Erf → +1 → ·x → ·½."""
+    def const(value: float) -> str:
+        name = b.fresh("p2o.Constant")
+        b.nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+            np.array([value], np.float32))))
+        return name
+    e = b.op("Erf", [b.op("Div", [h, const(SQRT2)])])
+    return b.op("Mul", [b.op("Mul", [h, b.op("Add", [e, const(1.0)])]), const(0.5)])
+
+
+def torch_tanh_gelu(b: Builder, h: str) -> str:
+    """torch.onnx's gelu(approximate='tanh'): x·(x·x), √(2/π) as √2·(2/√π)·½ folded."""
+    cube = b.op("Mul", [h, b.op("Mul", [h, h])])
+    inner = b.op("Mul", [b.const(SQRT_2_PI), b.op("Add", [h, b.op("Mul", [b.const(0.044715),
+                                                                          cube])])])
+    t = b.op("Add", [b.const(1.0), b.op("Tanh", [inner])])
+    return b.op("Mul", [b.op("Mul", [b.const(0.5), h]), t])
+
+
+def test_paddle2onnx_graphs_are_found_and_named_by_their_weights(tmp_path):
+    """paddle2onnx: node names p2o.*, weights linear_N.w_0 stored in×out behind Identity
+    nodes, biases linear_N.b_0: the block is named by its weights, never by its nodes."""
+    b = Builder(4, 8)
+    x = "x"
+    for layer in range(2):
+        names = [f"linear_{2 * layer + i}" for i in range(2)]
+        h = x
+        for i, (fan_in, fan_out) in enumerate(((4, 8), (8, 4))):
+            w = b.rng.standard_normal((fan_in, fan_out)).astype(np.float32)
+            weight = b.op("Identity", [b.init(w, f"{names[i]}.w_0")])
+            h = b.op("MatMul", [h, weight])
+            h = b.op("Add", [h, b.init(b.rng.standard_normal(fan_out), f"{names[i]}.b_0")])
+            if i == 0:
+                h = paddle_gelu(b, h)
+        x = b.op("Add", [x, h])
+    for i, node in enumerate(b.nodes):
+        node.name = f"p2o.{node.op_type}.{i}"
+    path = tmp_path / "paddle.onnx"
+    onnx.save(b.model(x, residual=False), str(path))
+    found, skipped = find_blocks(path)
+    assert [(f.name, f.where, f.activation) for f in found] == [
+        ("linear_0", "linear_0.w_0 → linear_1.w_0", "gelu"),
+        ("linear_2", "linear_2.w_0 → linear_3.w_0", "gelu")], skipped
+    assert skipped == []
+    assert not any("p2o" in f.name or "p2o" in f.where for f in found)
+    x_in = np.random.default_rng(2).standard_normal((16, 4))
+    model = onnx.load(str(path))
+    out = run(model, {"x": x_in})[model.graph.output[0].name]
+    y = x_in + block_output(tmp_path, found[0], x_in)
+    np.testing.assert_allclose(out, y + block_output(tmp_path, found[1], y), rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("generated", ["onnx::MatMul_{}", "val_{}"])
+def test_torch_tanh_gelu_and_generated_weight_names(tmp_path, generated):
+    """torch.onnx writes x·(x·x) for the cube, and names a pre-transposed nn.Linear weight
+    `onnx::MatMul_N` (TorchScript exporter) or `val_N` (dynamo): the block is named by its
+    biases' module (`fc1.bias` → `fc1`)."""
+    b = Builder(4, 8)
+    w1 = b.init(b.rng.standard_normal((4, 8)), generated.format(17))
+    h = b.op("Add", [b.init(b.rng.standard_normal(8), "fc1.bias"), b.op("MatMul", ["x", w1])])
+    w2 = b.init(b.rng.standard_normal((8, 4)), generated.format(18))
+    y = b.op("Add", [b.init(b.rng.standard_normal(4), "fc2.bias"),
+                     b.op("MatMul", [torch_tanh_gelu(b, h), w2])])
+    path = tmp_path / "torch_tanh.onnx"
+    onnx.save(b.model(y), str(path))
+    [block], skipped = find_blocks(path)
+    assert (block.name, block.where, block.activation) == \
+        ("fc1", "fc1.bias → fc2.bias", "gelu_tanh"), skipped
+    assert block.up == TensorRef("torch_tanh.onnx", generated.format(17), True)
+    agrees(path, block)
+
+
+def test_without_biases_a_generated_weight_name_gives_a_numbered_block(tmp_path):
+    b = Builder(4, 8)
+    h = b.op("MatMul", ["x", b.init(b.rng.standard_normal((4, 8)), "val_6")])
+    y = b.op("MatMul", [relu(b, h), b.init(b.rng.standard_normal((8, 4)), "val_9")])
+    [block], _ = find_blocks(_saved(b, y, tmp_path / "dynamo.onnx"))
+    assert (block.name, block.where) == ("mlp0", "val_6 → val_9")
+
+
+def _saved(b: Builder, y: str, path: Path) -> Path:
+    onnx.save(b.model(y), str(path))
+    return path
+
+
+def test_an_activation_that_contradicts_the_graph_needs_force(tmp_path):
+    from absorb_formal.scanner.find import find_blocks as scan_blocks
+    from absorb_formal.scanner.find import open_checkpoint
+    from absorb_formal.scanner.found import ScanError
+
+    checkpoint = open_checkpoint(mlp(tmp_path, relu))
+    with pytest.raises(ScanError) as error:
+        scan_blocks(checkpoint, "gelu")
+    message = str(error.value)
+    assert "--activation gelu (gelu) contradicts the graph, which computes relu" in message
+    assert "--force-activation" in message
+    [block], _ = scan_blocks(checkpoint, "gelu", force=True)
+    assert block.activation == "gelu"
+    [block], _ = scan_blocks(checkpoint, "relu")
+    assert block.activation == "relu"
 
 
 # ---- near misses: skipped, with the reason ----------------------------------------------------
@@ -371,7 +481,10 @@ NEAR_MISSES = {
     "1 written 1.0001": (erf_outer(0.5, 1.0001), "not exactly 1"),
     "0.044715 written 0.045": (tanh_with(SQRT_2_PI, 0.045), "x³ coefficient"),
     "√(2/π) written 0.8": (tanh_with(0.8, 0.044715), "x coefficient"),
-    "quick gelu": (quick_gelu, "not silu"),
+    "quick gelu": (quick_gelu, "x·sigmoid(c·x) with c = 1.70200002 (from 'c_3') is not an "
+                   "activation the language has exactly (silu needs c = 1)"),
+    "sigmoid of x²": (lambda b, h: b.op("Mul", [h, b.op("Sigmoid", [b.op("Mul", [h, h])])]),
+                      "sigmoid argument is not c·x"),
     "erf of x²": (erf_of_square, "not x/√2"),
     "√2 written NaN": (erf_scaled(float("nan")), "not a finite number"),
 }
@@ -402,21 +515,44 @@ def test_shapes_and_biases_that_do_not_fit_are_skipped(tmp_path):
     assert found == [] and any("mapping 4 values to 3" in s.why for s in skipped)
 
     b = Builder(4, 8)
-    weight = b.const(np.ones((4, 8)), node=True)  # a weight that is a Constant node
-    y = b.linear(relu(b, b.op("MatMul", ["x", weight])), 8, 4, "fc2")
-    path = tmp_path / "const_weight.onnx"
-    onnx.save(b.model(y), str(path))
-    found, skipped = find_blocks(path)
-    assert found == [] and any("weight is a Constant node" in s.why for s in skipped), skipped
-
-    b = Builder(4, 8)
     h = b.op("MatMul", ["x", b.init(np.ones((4, 8)), "fc1.weight")])
-    h = b.op("Add", [h, b.const(np.zeros(8), node=True)])  # a bias that is a Constant node
+    h = b.op("Add", [h, b.op("Relu", ["x"])])  # a "bias" computed from the input
     y = b.linear(relu(b, h), 8, 4, "fc2")
-    path = tmp_path / "const_bias.onnx"
+    path = tmp_path / "computed_bias.onnx"
     onnx.save(b.model(y), str(path))
     found, skipped = find_blocks(path)
-    assert found == [] and any("not an initializer" in s.why for s in skipped), skipped
+    assert all(block.up_bias is None or block.up_bias.key != h for block in found)
+
+
+def test_a_weight_in_a_constant_node_that_is_not_read_is_skipped_with_why(tmp_path):
+    b = Builder(4, 8)
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.ones(2, np.float32), "v"),
+        numpy_helper.from_array(np.array([0, 5], np.int64), "i"), [4, 8])
+    b.nodes.append(helper.make_node("Constant", [], ["w_sparse"], sparse_value=sparse))
+    y = b.linear(relu(b, b.op("MatMul", ["x", "w_sparse"])), 8, 4, "fc2")
+    found, skipped = find_blocks(_saved(b, y, tmp_path / "sparse.onnx"))
+    assert found == []
+    assert any("whose weight is not read" in s.why and "sparse_value" in s.why
+               for s in skipped), skipped
+
+
+def test_weights_and_biases_in_constant_nodes_are_found_and_loaded_by_output_name(tmp_path):
+    """Exporters keep weights in Constant nodes too (behind Identity nodes): each is loaded
+    by the Constant's output name, and the block computes what the graph does."""
+    b = Builder(4, 8)
+    rng = np.random.default_rng(5)
+    w1 = b.const(rng.standard_normal((4, 8)), node=True)  # in×out, as MatMul reads it
+    b1 = b.const(rng.standard_normal(8), node=True)
+    h = b.op("Add", [b.op("MatMul", ["x", b.op("Identity", [w1])]), b1])
+    w2 = b.const(rng.standard_normal((8, 4)), node=True)
+    y = b.op("MatMul", [silu(b, h), w2])
+    path = tmp_path / "const_weights.onnx"
+    onnx.save(b.model(y), str(path))
+    found, skipped = find_blocks(path)
+    assert [(f.activation, f.up.key, f.up_bias.key, f.down.key) for f in found] == \
+        [("silu", w1, b1, w2)], skipped
+    agrees(path, found[0])
 
 
 def test_torch_export_if_torch_is_installed(tmp_path):
@@ -490,6 +626,26 @@ def test_a_malformed_graph_with_cycles_ends(tmp_path):
     onnx.save(b.model(y), str(path))
     found, skipped = find_blocks(path)
     assert found == []
+
+
+def test_unreadable_models_and_exports_are_refused_before_anything_is_decided(cli, tmp_path):
+    """A truncated model is said to be truncated or not ONNX (not a protobuf DecodeError);
+    --export of an ONNX model is refused before the scan runs, so no table is printed; a
+    folder of several models asks which one."""
+    path = mlp(tmp_path, relu)
+    run = cli("scan", path, "--export", tmp_path / "out")
+    assert run.code == 2 and "--export writes safetensors and npz checkpoints" in run.err
+    assert run.out == "" and not (tmp_path / "out").exists(), run.out  # nothing was decided
+    cut = tmp_path / "cut" / "m.onnx"
+    cut.parent.mkdir()
+    cut.write_bytes(path.read_bytes()[:-7])
+    run = cli("scan", cut)
+    assert run.code == 2 and "'m.onnx' is not a readable ONNX model: truncated or not ONNX" \
+        in run.err and "Traceback" not in run.err, run.err
+    mlp(tmp_path / "cut", relu, name="other.onnx")
+    run = cli("scan", tmp_path / "cut")
+    assert run.code == 2 and "2 .onnx models (m.onnx, other.onnx): name the one to scan" \
+        in run.err, run.err
 
 
 def test_corrupted_models_are_refused_or_scanned_never_crash(tmp_path):

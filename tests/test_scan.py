@@ -32,23 +32,29 @@ def _planted(d: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     return up, down
 
 
-def gpt2(folder: Path, activation: str = "relu", layers: int = 2, d: int = 3, m: int = 4
-         ) -> Path:
-    """A GPT-2-shaped checkpoint: Conv1D (input × output), layer 0 planted absorbable."""
+def gpt2(folder: Path, activation: str = "relu", layers: int = 2, d: int = 3, m: int = 4,
+         norms: bool = True) -> Path:
+    """A GPT-2-shaped checkpoint: Conv1D (input × output), layer 0's bare block planted
+    absorbable; with `norms`, each layer's ln_2 (the pre-norm beside its MLP), else config.json
+    names no model type (an MLP stack whose sublayers are the bare blocks)."""
     rng = np.random.default_rng(RNG_SEED)
     tensors = {"transformer.wte.weight": np.ones((10, d), np.float32)}
     for i in range(layers):
         up, down = _planted(d, m, rng) if i == 0 else (
             rng.integers(-3, 4, size=(m, d)).astype(np.float32),
             rng.integers(-3, 4, size=(d, m)).astype(np.float32))
-        tensors[f"transformer.h.{i}.ln_1.weight"] = np.ones(d, np.float32)
+        if norms:
+            tensors[f"transformer.h.{i}.ln_1.weight"] = np.ones(d, np.float32)
+            tensors[f"transformer.h.{i}.ln_2.weight"] = np.linspace(0.5, 2, d).astype(np.float32)
+            tensors[f"transformer.h.{i}.ln_2.bias"] = np.linspace(-1, 1, d).astype(np.float32)
         tensors[f"transformer.h.{i}.attn.c_attn.weight"] = np.ones((d, 3 * d), np.float32)
         tensors[f"transformer.h.{i}.mlp.c_fc.weight"] = up.T.copy()
         tensors[f"transformer.h.{i}.mlp.c_proj.weight"] = down.T.copy()
     folder.mkdir(parents=True, exist_ok=True)
     _save(folder / "model.safetensors", tensors)
+    kind = {"model_type": "gpt2"} if norms else {}
     (folder / "config.json").write_text(json.dumps(
-        {"model_type": "gpt2", "n_embd": d, "n_inner": m, "activation_function": activation}))
+        {**kind, "n_embd": d, "n_inner": m, "activation_function": activation}))
     return folder
 
 
@@ -62,11 +68,13 @@ def llama_sharded(folder: Path, d: int = 3, m: int = 4) -> Path:
                  .astype(np.float32) for p, shape in (("gate_proj", (m, d)), ("up_proj", (m, d)),
                                                       ("down_proj", (d, m)))}
         names[f"model.layers.{i}.self_attn.q_proj.weight"] = np.ones((d, d), np.float32)
+        names[f"model.layers.{i}.post_attention_layernorm.weight"] = np.full(d, 0.5, np.float32)
         _save(folder / shard, names)
         weight_map.update(dict.fromkeys(names, shard))
     (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
     (folder / "config.json").write_text(json.dumps(
-        {"model_type": "llama", "hidden_size": d, "intermediate_size": m, "hidden_act": "silu"}))
+        {"model_type": "llama", "hidden_size": d, "intermediate_size": m, "hidden_act": "silu",
+         "rms_norm_eps": 1e-6}))
     return folder
 
 
@@ -161,14 +169,43 @@ def test_a_conv1d_checkpoint_saved_in_linear_layout_gets_the_transposed_shape(tm
 # ---- the command --------------------------------------------------------------------------------
 
 def test_scan_decides_each_sublayer_and_prints_a_table(cli, tmp_path):
-    run = cli("scan", gpt2(tmp_path / "g"))
+    run = cli("scan", gpt2(tmp_path / "g", norms=False))
     assert run.code == 0, run.err
     lines = run.out.splitlines()
     assert lines[0].split()[:3] == ["NAME", "ACTIVATION", "DIM"]
     row0, row1 = lines[1].split(), lines[2].split()
-    assert row0[0] == "transformer.h.0.mlp" and row0[5] == "yes" and row0[6] == "4"
-    assert row1[0] == "transformer.h.1.mlp" and row1[5] == "no"
+    assert row0[0] == "transformer.h.0.mlp" and row0[5] == "-"  # no norm: the bare block
+    assert row0[6] == "yes" and row0[7] == "4" and row0[-3:-1] == ["yes", "4"]
+    assert row1[0] == "transformer.h.1.mlp" and row1[6] == "no"
     assert "2 MLP sublayer(s): 1 absorbable, 1 not absorbable" in lines[-1]
+
+
+def test_a_pre_norm_checkpoint_reports_the_sublayer_first_and_the_bare_block_beside_it(
+        cli, tmp_path):
+    run = cli("scan", gpt2(tmp_path / "g"))
+    assert run.code == 0, run.err
+    rows = [line.split() for line in run.out.splitlines()[1:3]]
+    # the sublayer x + F(LN(x)): no, at any width; the bare block: layer 0 planted absorbable
+    assert [(r[5], r[6], r[7], r[8]) for r in rows] == [("pre", "LN", "no", "none")] * 2
+    assert rows[0][-3:-1] == ["yes", "4"] and rows[1][-3] == "no"
+    doc = cli("scan", "--json", tmp_path / "g").json()
+    first = doc["blocks"][0]
+    assert first["norm"] == {"kind": "layernorm", "placement": "pre", "eps": "1e-5"}
+    assert first["any_width"] == "no" and first["min_width"] == [None, None]
+    assert first["bare"]["absorbable"] == "yes" and first["bare"]["any_width"] == "yes"
+    assert "paper's question" in first["bare"]["question"]
+
+
+def test_a_known_family_whose_norm_tensor_is_missing_is_unknown_with_the_reason(cli, tmp_path):
+    folder = gpt2(tmp_path / "g")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "llama",
+                                                    "rms_norm_eps": 1e-6}))
+    run = cli("scan", "--json", folder)
+    assert run.code == 3
+    first = run.json()["blocks"][0]
+    assert first["absorbable"] == "unknown" and "post_attention_layernorm" in first["reason"]
+    assert first["bare"]["absorbable"] == "yes"  # the paper's question is still answered
 
 
 def test_scan_json_has_the_documented_fields(cli, tmp_path):
@@ -190,9 +227,10 @@ def test_the_written_spec_reproduces_the_answers_and_its_certificates_check(cli,
     assert run.code == 0, run.err
     text = spec.read_text()
     assert "# expect: proved" in text and "# expect: refuted" in text
+    assert "norm pre layernorm { eps 1e-5" in text and "_bare {" in text
     assert cli("--expect", spec).code == 0
-    check = cli("check", tmp_path / "certs")
-    assert check.code == 0 and check.out.count(": valid") == 2, check.out
+    check = cli("check", tmp_path / "certs")  # the sublayer's and the bare block's claims
+    assert check.code == 0 and check.out.count(": valid") == 4, check.out
     again = cli("scan", gpt2(tmp_path / "g"), "--write-spec", spec)
     assert again.code == 2 and "exists" in again.err  # never replaced
     assert spec.read_text() == text
@@ -224,8 +262,83 @@ def test_usage_errors_are_exit_2_with_a_message(cli, tmp_path):
     assert run.code == 2 and "--timeout" in run.err
 
 
+def test_an_activation_that_contradicts_config_json_needs_force(cli, tmp_path):
+    folder = gpt2(tmp_path / "g", activation="relu")
+    with pytest.raises(ScanError) as error:
+        find_named(open_checkpoint(folder), "gelu_new")
+    message = str(error.value)
+    assert "--activation gelu_new (gelu_tanh) contradicts config.json's 'relu' (relu)" in \
+        message and "--force-activation" in message, message
+    found, _ = find_named(open_checkpoint(folder), "gelu_new", force=True)
+    assert {b.activation for b in found} == {"gelu_tanh"}
+    found, _ = find_named(open_checkpoint(folder), "relu")  # agreeing: no force needed
+    assert {b.activation for b in found} == {"relu"}
+    run = cli("scan", folder, "--activation", "tanh")
+    assert run.code == 2 and "contradicts config.json's 'relu'" in run.err, run.err
+    run = cli("scan", folder, "--force-activation")
+    assert run.code == 2 and "--force-activation needs --activation" in run.err
+    # a config activation the language lacks is no licence to decide another one
+    odd = gpt2(tmp_path / "q", activation="quick_gelu")
+    with pytest.raises(ScanError, match="'quick_gelu' .an activation the language does not"):
+        find_named(open_checkpoint(odd), "gelu")
+    assert find_named(open_checkpoint(odd), "gelu", force=True)[0][0].activation == "gelu"
+
+
+def test_weights_without_config_json_ask_for_activation_saying_why(tmp_path):
+    folder = gpt2(tmp_path / "g")
+    (folder / "config.json").unlink()
+    with pytest.raises(ScanError) as error:
+        find_named(open_checkpoint(folder / "model.safetensors"), None)
+    assert "there is no config.json beside the weights" in str(error.value)
+    assert "give --activation NAME" in str(error.value)
+    (folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(ScanError, match="config.json names none"):
+        find_named(open_checkpoint(folder), None)
+    found, _ = find_named(open_checkpoint(folder), "relu")  # nothing to contradict
+    assert {b.activation for b in found} == {"relu"}
+
+
+def test_archives_name_the_model_files_inside_and_say_to_extract(tmp_path):
+    import zipfile
+
+    folder = gpt2(tmp_path / "g")
+    for suffix in (".zip", ".whl"):
+        archive = tmp_path / f"model{suffix}"
+        with zipfile.ZipFile(archive, "w") as out:
+            out.write(folder / "model.safetensors", "pkg/model.safetensors")
+            out.write(folder / "config.json", "pkg/config.json")
+            out.writestr("pkg/m.onnx", b"")
+        with pytest.raises(ScanError) as error:
+            open_checkpoint(archive)
+        assert "extract it" in str(error.value)
+        assert "pkg/model.safetensors, pkg/m.onnx" in str(error.value), error.value
+    empty = tmp_path / "e.zip"
+    with zipfile.ZipFile(empty, "w") as out:
+        out.writestr("readme.txt", "x")
+    with pytest.raises(ScanError, match="no .onnx, .safetensors or .npz file inside"):
+        open_checkpoint(empty)
+    inside = tmp_path / "download"
+    inside.mkdir()
+    (tmp_path / "model.zip").rename(inside / "model.zip")
+    with pytest.raises(ScanError, match="model.zip: an archive, .* extract it"):
+        open_checkpoint(inside)  # a folder holding only an archive: said so
+
+
+def test_a_sharded_index_naming_a_mistyped_tensor_suggests_the_held_one(tmp_path):
+    folder = llama_sharded(tmp_path / "l")
+    index = folder / "model.safetensors.index.json"
+    data = json.loads(index.read_text())
+    shard = data["weight_map"].pop("model.layers.0.mlp.up_proj.weight")
+    data["weight_map"]["model.layers.0.mlp.up_prj.weight"] = shard
+    index.write_text(json.dumps(data))
+    with pytest.raises(ScanError, match="'model.layers.0.mlp.up_prj.weight' is mapped to .*, "
+                                        "which does not hold it; did you mean "
+                                        "'model.layers.0.mlp.up_proj.weight'"):
+        open_checkpoint(folder)
+
+
 def test_the_api_returns_the_same_answers_as_the_command(cli, tmp_path):
-    report = absorb_formal.scan(gpt2(tmp_path / "g"))
+    report = absorb_formal.scan(gpt2(tmp_path / "g", norms=False))
     shown = cli("scan", "--json", tmp_path / "g").json()["blocks"]
     assert [(a.block.where, a.absorbable, list(a.min_width)) for a in report.blocks] == [
         (b["where"], b["absorbable"], b["min_width"]) for b in shown]
@@ -252,7 +365,7 @@ def _read(path: Path) -> dict[str, np.ndarray]:
 
 
 def test_export_writes_a_skip_free_checkpoint_with_the_same_names_and_layout(cli, tmp_path):
-    folder = gpt2(tmp_path / "g")
+    folder = gpt2(tmp_path / "g", norms=False)
     run = cli("scan", folder, "--export", tmp_path / "plain", "--json")
     assert run.code == 0, run.err
     width = max(b["min_width"][1] for b in run.json()["blocks"])
@@ -276,7 +389,7 @@ def test_export_writes_a_skip_free_checkpoint_with_the_same_names_and_layout(cli
 
 
 def test_exported_tensors_are_proved_equal_to_the_residual_blocks(cli, tmp_path):
-    folder = gpt2(tmp_path / "g")
+    folder = gpt2(tmp_path / "g", norms=False)
     run = cli("scan", folder, "--export", tmp_path / "plain", "--json")
     assert run.code == 0
     width = max(b["min_width"][1] for b in run.json()["blocks"])
@@ -301,7 +414,9 @@ def test_exported_tensors_are_proved_equal_to_the_residual_blocks(cli, tmp_path)
 
 
 def test_export_is_refused_when_some_sublayer_has_no_proved_width(cli, tmp_path):
-    run = cli("scan", llama_sharded(tmp_path / "l"), "--export", tmp_path / "plain")
+    # the bare SwiGLU blocks (asked for by --export-bare) are never absorbable (T4)
+    run = cli("scan", llama_sharded(tmp_path / "l"), "--export", tmp_path / "plain",
+              "--export-bare")
     assert run.code == 2 and "no width is proved" in run.err
     assert not (tmp_path / "plain").exists() or not any((tmp_path / "plain").iterdir())
 
@@ -369,3 +484,78 @@ def test_no_mlp_prints_no_empty_table(cli, tmp_path):
           {"encoder.layer.0.attention.query.weight": np.ones((3, 3), np.float32)})
     run = cli("scan", tmp_path)
     assert run.code == 2 and "NAME" not in run.out and "skipped:" in run.out, run.out
+
+
+# ---- normalised sublayers: what export may write -----------------------------------------
+
+def bert(folder: Path, d: int = 3, m: int = 4) -> Path:
+    """A BERT-shaped post-norm checkpoint: erf gelu with biases, output.LayerNorm after the
+    residual sum (model_type bert, layer_norm_eps 1e-12)."""
+    rng = np.random.default_rng(RNG_SEED)
+    prefix = "bert.encoder.layer.0."
+    tensors = {
+        prefix + "intermediate.dense.weight": rng.normal(size=(m, d)).astype(np.float32),
+        prefix + "intermediate.dense.bias": rng.normal(size=m).astype(np.float32),
+        prefix + "output.dense.weight": rng.normal(size=(d, m)).astype(np.float32),
+        prefix + "output.dense.bias": rng.normal(size=d).astype(np.float32),
+        prefix + "output.LayerNorm.weight": (1 + 0.1 * rng.normal(size=d)).astype(np.float32),
+        prefix + "output.LayerNorm.bias": (0.1 * rng.normal(size=d)).astype(np.float32),
+        prefix + "attention.self.query.weight": np.ones((d, d), np.float32),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    _save(folder / "model.safetensors", tensors)
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "bert", "hidden_size": d, "intermediate_size": m, "hidden_act": "gelu",
+         "layer_norm_eps": 1e-12}))
+    return folder
+
+
+def _gelu(z: np.ndarray) -> np.ndarray:
+    from math import erf, sqrt
+
+    return 0.5 * z * (1 + np.vectorize(erf)(z / sqrt(2)))
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    centred = x - x.mean(axis=1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + eps) * gamma + beta
+
+
+def test_a_post_norm_export_keeps_the_models_outputs(cli, tmp_path):
+    folder = bert(tmp_path / "b")
+    run = cli("scan", folder, "--export", tmp_path / "plain", "--json")
+    assert run.code == 0, run.err
+    [answer] = run.json()["blocks"]
+    assert answer["norm"]["placement"] == "post" and "projected block" in answer["method"]
+    before, after = _read(folder / "model.safetensors"), _read(tmp_path / "plain" /
+                                                              "model.safetensors")
+    p = "bert.encoder.layer.0."
+    width = json.loads((tmp_path / "plain" / "config.json").read_text())["absorb_formal"][
+        "width"]
+    assert after[p + "intermediate.dense.weight"].shape == (width, 3)
+    gamma, beta = before[p + "output.LayerNorm.weight"], before[p + "output.LayerNorm.bias"]
+    x = np.random.default_rng(1).normal(size=(400, 3)) * 3
+
+    def ffn(t: dict[str, np.ndarray], z: np.ndarray) -> np.ndarray:
+        hidden = _gelu(z @ t[p + "intermediate.dense.weight"].T + t[p + "intermediate.dense.bias"])
+        return hidden @ t[p + "output.dense.weight"].T + t[p + "output.dense.bias"]
+
+    # the model's own forward pass: LN(x + F(x)) before, LN(P(x)) after (residual dropped)
+    original = _layer_norm(x + ffn(before, x), gamma, beta, 1e-12)
+    exported = _layer_norm(ffn(after, x), gamma, beta, 1e-12)
+    assert np.abs(exported - original).max() < 1e-4 * np.abs(original).max()
+    # the bare block computes something else: the projection is what makes P fit
+    note = json.loads((tmp_path / "plain" / "config.json").read_text())["absorb_formal"]["note"]
+    assert "keep the norm" in note
+
+
+def test_a_pre_norm_export_is_refused_with_the_theorems_reason(cli, tmp_path):
+    folder = gpt2(tmp_path / "g")
+    run = cli("scan", folder, "--export", tmp_path / "plain")
+    assert run.code == 2 and "§10.2" in run.err and "--export-bare" in run.err, run.err
+    assert not (tmp_path / "plain").exists()
+    bare = cli("scan", folder, "--export", tmp_path / "bare", "--export-bare")
+    assert bare.code == 0, bare.err
+    record = json.loads((tmp_path / "bare" / "config.json").read_text())["absorb_formal"]
+    assert record["note"].startswith("NOT A DROP-IN REPLACEMENT")
+    assert cli("scan", folder, "--export-bare").code == 2  # needs --export

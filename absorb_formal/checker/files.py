@@ -365,6 +365,9 @@ def _safetensors_header(path: Path, stream: Any, version: Stamp) -> tuple[Any, i
         return known[1], known[2]
     head = stream.read(8)
     size = int.from_bytes(head, "little") if len(head) == 8 else -1
+    if size > version[0] - 8 >= 0:
+        raise FileError(f"is truncated: its .safetensors header alone needs {size} bytes "
+                        f"after the first 8, and the file has {version[0] - 8}")
     if not 0 < size <= version[0] - 8:
         raise FileError("is not a well-formed .safetensors file (header length)")
     try:
@@ -411,9 +414,12 @@ def _layout(header: Any, data_size: int) -> None:
             raise FileError(f"has a malformed .safetensors header: tensor data does not tile "
                             f"the data section at byte {end}")
         end = last
+    if end > data_size:
+        raise FileError(f"is truncated: its .safetensors header describes {end} data bytes, "
+                        f"the file holds {data_size} ({end - data_size} missing)")
     if end != data_size:
-        raise FileError(f"has a malformed .safetensors header: tensors cover {end} of "
-                        f"{data_size} data bytes")
+        raise FileError(f"has a malformed .safetensors header: the tensors end at data byte "
+                        f"{end}, and {data_size - end} more bytes follow them")
 
 
 def _whole_numbers(value: Any) -> bool:

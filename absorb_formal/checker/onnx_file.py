@@ -1,4 +1,8 @@
-"""The checker's own reading of an ONNX model's initializers: exact values, and its files.
+"""The checker's own reading of an ONNX model's stored tensors: exact values, and its files.
+
+A key names an initializer of the main graph or the output of a main-graph `Constant` node:
+its `value` tensor, or its `value_float` / `value_floats` (float32 values, each held in a
+double) / `value_int` / `value_ints` (int64), as a scalar or a vector.
 
 The protobuf is parsed by the onnx package (trusted for that: docs/certificates.md); every
 value is then decoded here, apart from the prover's reader, into exact dyadic rationals:
@@ -12,8 +16,11 @@ value is then decoded here, apart from the prover's reader, into exact dyadic ra
   `int64_data`, `uint64_data`: integers, each within its type's range.
 
 Refused, as the prover refuses them: an initializer name twice (sparse ones included); a
-name that is an initializer and a node's output; a tensor with its values in two places
-(raw_data, a typed field, external data), in the wrong typed field, or in segments;
+name that is an initializer and a node's output; a name two nodes output, or a node and
+a graph input; a Constant node
+with other than one attribute, or with a value that is not a dense number tensor; a tensor
+with its values in two places (raw_data, a typed field, external data), in the wrong typed
+field, or in segments;
 external data entries named twice or unknown, or a location outside the model's folder;
 dtypes other than FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8-64, UINT8-64, BOOL.
 """
@@ -49,7 +56,9 @@ class Parsed:
     sparse: set[str]
     repeated: list[str]
     outputs: dict[str, str]  # node output → op type
-    locations: list[str]  # external data files of the initializers, sorted
+    locations: list[str]  # external data files of the stored tensors, sorted
+    constants: dict[str, Any]  # a Constant node's output → the node
+    doubled: set[str]  # node outputs that two nodes produce, or a node and a graph input
 
 
 _PARSED: dict[str, tuple[tuple[int, ...], Parsed]] = {}
@@ -76,23 +85,34 @@ def parsed(path: Path, version: tuple[int, ...], keep: bool) -> Parsed:
     except FileError:
         raise
     except Exception as error:  # protobuf's DecodeError, and whatever else a bad file raises
-        raise FileError(f"is not an ONNX model ({type(error).__name__})") from None
+        raise FileError(f"is not a readable ONNX model: truncated or not ONNX "
+                        f"({type(error).__name__})") from None
     graph = model.graph
     names = [t.name for t in graph.initializer] + [s.values.name for s in graph.sparse_initializer]
     outputs: dict[str, str] = {}
+    doubled: set[str] = set()
+    constants: dict[str, Any] = {}
+    given = {i.name for i in graph.input}
     for node in graph.node:
         for out in node.output:
+            if out in outputs or out in given:
+                doubled.add(out)
             outputs.setdefault(out, node.op_type)
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output):
+            constants.setdefault(node.output[0], node)
     locations = set()
-    for tensor in graph.initializer:
+    held = [(t.name, t) for t in graph.initializer]
+    for out, node in constants.items():
+        held += [(out, a.t) for a in node.attribute if a.name == "value"]
+    for name, tensor in held:
         if _external(tensor):
-            location = _entries(tensor).get("location", "")
-            _inside(path.parent, location, tensor.name)
+            location = _entries(tensor, name).get("location", "")
+            _inside(path.parent, location, name)
             locations.add(location)
     found = Parsed(path.parent, {t.name: t for t in graph.initializer},
                    {s.values.name for s in graph.sparse_initializer},
                    sorted(n for n, c in Counter(names).items() if c > 1), outputs,
-                   sorted(locations))
+                   sorted(locations), constants, doubled)
     if keep:
         _PARSED.clear()  # one model at a time: models can be large
         _PARSED[name] = (version, found)
@@ -103,15 +123,15 @@ def _external(tensor: Any) -> bool:
     return tensor.HasField("data_location") and tensor.data_location == EXTERNAL
 
 
-def _entries(tensor: Any) -> dict[str, str]:
+def _entries(tensor: Any, name: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for entry in tensor.external_data:
         if entry.key in out:
-            raise FileError(f"is ambiguous: initializer {tensor.name!r} names external data "
+            raise FileError(f"is ambiguous: initializer {name!r} names external data "
                             f"{entry.key!r} twice")
         if entry.key not in ENTRY_KEYS:
             raise FileError(f"has an unknown external data entry {entry.key[:40]!r} in "
-                            f"initializer {tensor.name!r}")
+                            f"initializer {name!r}")
         out[entry.key] = entry.value
     return out
 
@@ -141,15 +161,46 @@ def read(path: Path, key: str, version: tuple[int, ...], keep: bool) -> Dyadic:
                         f"{model.outputs[key]} node")
     if key in model.sparse:
         raise FileError(f"holds {key!r} as a sparse initializer, which is not read")
-    if key not in model.tensors:
-        names = sorted(model.tensors)
-        raise FileError(f"has no initializer {key!r} (it has: "
-                        f"{', '.join(names[:10]) or 'none'})")
-    return _values(model.tensors[key], model)
+    if key in model.tensors:
+        return _values(model.tensors[key], model, key)
+    if key in model.doubled:
+        raise FileError(f"is ambiguous: {key!r} is the output of two nodes, or of a node "
+                        "and a graph input")
+    if key in model.constants:
+        return _constant(model.constants[key], model, key)
+    if key in model.outputs:
+        raise FileError(f"has no stored tensor {key!r}: it is the output of a "
+                        f"{model.outputs[key]} node")
+    names = sorted(set(model.tensors) | set(model.constants))
+    raise FileError(f"has no initializer {key!r} (it has: "
+                    f"{', '.join(names[:10]) or 'none'})")
 
 
-def _values(tensor: Any, model: Parsed) -> Dyadic:
-    name = tensor.name
+def _constant(node: Any, model: Parsed, key: str) -> Dyadic:
+    """A Constant node's value: its tensor, or its value_float(s) / value_int(s)."""
+    if len(node.attribute) != 1:
+        raise FileError(f"has a Constant node for {key!r} with {len(node.attribute)} "
+                        "attributes, not one value")
+    [attribute] = node.attribute
+    if attribute.name == "value":
+        return _values(attribute.t, model, key)
+    if attribute.name in ("value_float", "value_floats"):
+        floats = [attribute.f] if attribute.name == "value_float" else list(attribute.floats)
+        data = struct.pack(f"<{len(floats)}d", *floats)  # float32 values held in doubles
+        values = decode(data, "f", 8, "<", len(floats))
+    elif attribute.name in ("value_int", "value_ints"):
+        ints = [attribute.i] if attribute.name == "value_int" else list(attribute.ints)
+        data = b"".join(int(v).to_bytes(8, "little", signed=True) for v in ints)
+        values = decode(data, "i", 8, "<", len(ints))
+    else:
+        raise FileError(f"has a Constant node for {key!r} holding {attribute.name}, which is "
+                        "not read")
+    if attribute.name in ("value_float", "value_int"):
+        return values.reshape(())
+    return values
+
+
+def _values(tensor: Any, model: Parsed, name: str) -> Dyadic:
     if tensor.data_type not in TYPES:
         raise FileError(f"initializer {name!r} has data type {tensor.data_type}, which the "
                         "checker does not read")
@@ -177,7 +228,7 @@ def _values(tensor: Any, model: Parsed) -> Dyadic:
     if places and places[0] not in ("raw_data", "external", field):
         raise FileError(f"initializer {name!r} holds {places[0]}, not raw_data or {field}")
     if external:
-        data = _external_range(tensor, model, count * width)
+        data = _external_range(tensor, model, count * width, name)
     elif places == [field]:
         entries = list(getattr(tensor, field))
         if len(entries) != count:
@@ -216,9 +267,8 @@ def _typed_bytes(entries: list[Any], field: str, kind: str, width: int, name: st
     return bytes(out)
 
 
-def _external_range(tensor: Any, model: Parsed, size: int) -> bytes:
-    entries = _entries(tensor)
-    name = tensor.name
+def _external_range(tensor: Any, model: Parsed, size: int, name: str) -> bytes:
+    entries = _entries(tensor, name)
     if "location" not in entries:
         raise FileError(f"initializer {name!r} is EXTERNAL and names no location")
     path = _inside(model.folder, entries["location"], name)

@@ -167,6 +167,8 @@ class Reading:
                 found += [v for v in layer.values() if isinstance(v, Load)]
             if isinstance(block.skip, Load):  # `skip load(...)`
                 found.append(block.skip)
+            for part in block.norm.parts if block.norm is not None else ():
+                found += [v for v, _ in part.vectors.values() if isinstance(v, Load)]
         return found
 
     # ---- the blocks as documents embed them ------------------------------------------------
@@ -191,9 +193,27 @@ class Reading:
             if b.bias:
                 stored = [_zero_biases(layer, act["gated"], dim, width) for layer in stored]
         biased = {"bias": True} if b.bias else {}  # absent: bias-free documents unchanged
+        norm = {} if b.norm is None else {"norm": self._norm_json(b)}
         return {**biased, "name": b.name, "activation": act, "dim": dim, "width": width,
                 "depth": depth, "skip": self._skip_json(b, by_source and layers is not None),
-                "layers": stored}
+                "layers": stored, **norm}
+
+    def _norm_json(self, b: BlockSource) -> dict[str, Any]:
+        """The norm clause as the prover embeds it (`proofs.norm_json`): γ and β as exact
+        strings, read from their files here, the number after `+` added."""
+        assert b.norm is not None
+        norms = []
+        for n, part in enumerate(b.norm.parts):
+            if part.eps is None:
+                raise SourceError(f"block '{b.name}': norm {n + 1} has no eps")
+            vectors: dict[str, Any] = {"gamma": None, "beta": None}
+            for key, (value, offset) in part.vectors.items():
+                read = self._strings(value, f"block '{b.name}' norm {key}", vector=True)
+                if not (isinstance(read, list) and all(isinstance(v, str) for v in read)):
+                    raise Stale(f"block '{b.name}' norm {key}: not a vector")
+                vectors[key] = [str(Fraction(v) + offset) for v in read]
+            norms.append({"kind": part.kind, "eps": str(part.eps), **vectors})
+        return {"placement": b.norm.placement, "norms": norms}
 
     def _skip_json(self, b: BlockSource, by_source: bool) -> dict[str, Any]:
         """The skip as the prover embeds it; a loaded one is read from its file here, or, in a
@@ -230,10 +250,10 @@ class Reading:
         return {"file": value.file, "key": value.key, "transpose": value.transpose,
                 "sha256": self.file_hash(value.file)}
 
-    def _strings(self, value: Value, where: str) -> Any:
+    def _strings(self, value: Value, where: str, vector: bool = False) -> Any:
         if isinstance(value, Load):
             found = self.matrix(value, where)
-            if where.endswith("_bias"):  # a bias stored 1-D, 1×n or n×1 (docs/rules.md §8)
+            if vector or where.endswith("_bias"):  # a bias stored 1-D, 1×n or n×1 (docs/rules.md §8)
                 if len(found.shape) not in (1, 2) or (len(found.shape) == 2
                                                       and 1 not in found.shape):
                     raise Stale(f"{where}: array {value.key!r} of shape {found.shape} is "

@@ -64,7 +64,8 @@ def document_problem(doc: Any) -> str:
 
 def block_problem(name: str, block: Any) -> str:
     """What makes an embedded block inconsistent ("" when nothing does)."""
-    if not isinstance(block, dict) or not BLOCK_FIELDS <= set(block) <= BLOCK_FIELDS | {"bias"}:
+    if not isinstance(block, dict) or not BLOCK_FIELDS <= set(block) <= BLOCK_FIELDS | {
+            "bias", "norm"}:
         return "not a block of the format"
     if block["name"] != name:
         return f"embedded under '{name}' but named {block['name']!r}"
@@ -80,7 +81,7 @@ def block_problem(name: str, block: Any) -> str:
         return f"activation {act.get('name') if isinstance(act, dict) else act!r} is unknown"
     if act != mine:
         return f"activation {act['name']!r} is embedded as {act}, but denotes {mine}"
-    problem = _skip_problem(block["skip"], dim)
+    problem = _skip_problem(block["skip"], dim) or _norm_problem(block.get("norm", {}), dim)
     if problem:
         return problem
     layers = block["layers"]
@@ -109,6 +110,29 @@ def block_problem(name: str, block: Any) -> str:
         for field, shape in shapes.items():
             if _shape(layer[field]) != shape:
                 return f"{field} has shape {_shape(layer[field])}, expected {shape}"
+    return ""
+
+
+NORM_FIELDS = frozenset({"kind", "eps", "gamma", "beta"})
+
+
+def _norm_problem(norm: Any, dim: int) -> str:
+    """An embedded norm clause (absent: {}): a placement, and one norm (two for sandwich)
+    of a known kind, each with ε text and γ, β of d strings or null (RMSNorm: no β)."""
+    if norm == {}:
+        return ""
+    if not (isinstance(norm, dict) and set(norm) == {"placement", "norms"}
+            and norm["placement"] in ("pre", "post", "sandwich")
+            and isinstance(norm["norms"], list)
+            and len(norm["norms"]) == (2 if norm["placement"] == "sandwich" else 1)):
+        return "malformed norm"
+    for part in norm["norms"]:
+        if not (isinstance(part, dict) and set(part) == NORM_FIELDS
+                and part["kind"] in ("layernorm", "rmsnorm") and isinstance(part["eps"], str)
+                and all(part[v] is None or _shape(part[v]) == (dim,)
+                        for v in ("gamma", "beta"))
+                and (part["kind"] == "layernorm" or part["beta"] is None)):
+            return "malformed norm"
     return ""
 
 

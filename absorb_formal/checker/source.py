@@ -27,7 +27,7 @@ _TOKEN = re.compile(r"""
   | (?P<number>-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(/(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<string>"[^"\\\n]*")
-  | (?P<punct>[{}\[\](),=^.])
+  | (?P<punct>[{}\[\](),=^.+])
 """, re.VERBOSE)
 _DECIMAL = re.compile(r"(-?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\Z")
 
@@ -95,6 +95,22 @@ class Load:
 Value = Load | list[Any]  # a literal: nested lists of Fractions (matrix or vector)
 
 
+@dataclass(frozen=True)
+class NormPart:
+    """One norm of a `norm` clause: kind, ε, and γ, β as written (a literal vector or a
+    load), each with the number added after `+` (0 when none)."""
+
+    kind: str
+    eps: Fraction | None
+    vectors: dict[str, tuple[Value, Fraction]]
+
+
+@dataclass(frozen=True)
+class NormSource:
+    placement: str
+    parts: tuple[NormPart, ...]
+
+
 @dataclass
 class BlockSource:
     name: str
@@ -107,6 +123,7 @@ class BlockSource:
     bias: bool = False
     weights: dict[str, Value] = field(default_factory=dict)  # depth-1 form
     layers: dict[int, dict[str, Value]] = field(default_factory=dict)  # `layer N { ... }`
+    norm: NormSource | None = None  # `norm PLACEMENT KIND { ... } [KIND { ... }]`
 
     def layer_list(self) -> list[dict[str, Value]] | None:
         """The layers' weights in order (None for a family)."""
@@ -235,8 +252,33 @@ class _Reader:
                 block.skip = self.literal()
         elif word.text == "bias":
             block.bias = True
+        elif word.text == "norm":
+            placement = self.name()
+            parts = [self.norm_part()]
+            if self.peek.kind == "name" and self.peek.text in ("layernorm", "rmsnorm"):
+                parts.append(self.norm_part())
+            block.norm = NormSource(placement, tuple(parts))
         else:
             raise SourceError(f"{word.line}:{word.column}: unexpected {word.text!r}")
+
+    def norm_part(self) -> NormPart:
+        """`KIND { eps NUMBER  gamma = VALUE [+ NUMBER]  beta = ... }`."""
+        kind = self.name()
+        self.take("{")
+        eps: Fraction | None = None
+        vectors: dict[str, tuple[Value, Fraction]] = {}
+        while not self.accept("}"):
+            word = self.take(kind="name")
+            if word.text == "eps":
+                eps = self.number()
+                continue
+            if word.text not in ("gamma", "beta"):
+                raise SourceError(f"{word.line}:{word.column}: unexpected {word.text!r}")
+            self.take("=")
+            value: Value = self.load() if self.accept("load") else self.literal()
+            offset = self.number() if self.accept("+") else Fraction(0)
+            vectors[word.text] = (value, offset)
+        return NormPart(kind, eps, vectors)
 
     def activation(self) -> tuple[str, str, list[Fraction]]:
         name = self.name()

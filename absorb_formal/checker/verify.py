@@ -22,8 +22,10 @@ from . import (
     integer_forms,
     lemmas,
     modular,
+    ray_limit,
     smt,
     spare,
+    sublayer,
     symbolic,
     unique_subset,
 )
@@ -47,7 +49,7 @@ class Invalid(Exception):
 
 # every checker module's "this does not hold"
 INVALID = (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
-           half.Invalid, symbolic.Invalid, integer_forms.Invalid)
+           half.Invalid, symbolic.Invalid, ray_limit.Invalid, integer_forms.Invalid)
 
 
 @dataclass(frozen=True)
@@ -137,9 +139,13 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
     # The claim comes from the statement alone; every later step reads this copy.
     doc = {**doc, "claim": derive_claim(doc)}
     claim, outcome, certificate = doc["claim"], doc["outcome"], doc["certificate"]
+    if outcome == "unknown" and certificate is None:
+        return Verdict("unchecked", "unknown outcome: nothing to check")
+    if any("norm" in b for b in doc["blocks"].values()):  # the sublayer a model computes
+        require(isinstance(certificate, dict), "a certificate is an object")
+        note = sublayer.verify(doc, weights, _verify)
+        return note if isinstance(note, Verdict) else Verdict("valid", note)
     if outcome == "unknown":
-        if certificate is None:
-            return Verdict("unchecked", "unknown outcome: nothing to check")
         return _bounds(doc, weights)
     require(outcome in ("proved", "refuted"), f"unexpected outcome {outcome!r}")
     require(isinstance(certificate, dict), "a decided outcome needs a certificate")

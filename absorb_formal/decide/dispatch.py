@@ -36,6 +36,11 @@ def decide(spec: Spec, statement: Statement, engine: str = "theory") -> Result:
     """
     block = spec.blocks[statement.block]
     size = statement.width if statement.width is not None else block.width
+    other = getattr(statement, "other", None)
+    if block.norm is not None or (other is not None and spec.blocks[other].norm is not None):
+        from . import sublayer  # docs/rules.md, normalised sublayers
+
+        return sublayer.decide(spec, statement, engine, decide)
     if isinstance(statement, Query):
         return _query(block, size, engine)
     if statement.kind == "equals":

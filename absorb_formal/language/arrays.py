@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import onnx_file
+from .errors import did_you_mean, listed
 from .onnx_file import OnnxError
 
 
@@ -234,8 +235,8 @@ def _from_npz(path: Path, key: str, _: Stamp) -> Loaded:
         names = archive.namelist()
         arrays = sorted(n[:-4] for n in names if n.endswith(".npy"))
         if key + ".npy" not in names:
-            raise ArrayError(f"{path.name!r} has no array {key!r} "
-                             f"(it has: {', '.join(arrays[:10]) or 'none'})")
+            raise ArrayError(f"{path.name!r} has no array {key!r}"
+                             f"{did_you_mean(key, arrays)} (it has: {listed(arrays)})")
         _unambiguous_npz(names, path.name)
         if key in names:  # numpy's own np.load(...)[key] would read this member instead
             raise ArrayError(f"{path.name!r} is ambiguous: it has both a member {key!r} and "
@@ -280,9 +281,9 @@ def _from_safetensors(path: Path, key: str, version: Stamp) -> Loaded:
     with open(path, "rb") as stream:
         header, size = _header(path, stream, version)
         if key not in header or key == "__metadata__":
-            names = sorted(k for k in header if k != "__metadata__")[:10]
-            raise ArrayError(f"{path.name!r} has no tensor {key!r} "
-                             f"(it has: {', '.join(names) or 'none'})")
+            names = sorted(k for k in header if k != "__metadata__")
+            raise ArrayError(f"{path.name!r} has no tensor {key!r}"
+                             f"{did_you_mean(key, names)} (it has: {listed(names)})")
         dtype, shape, start, end = _safetensors_entry(header[key], key, version[0] - 8 - size)
         count = math.prod(shape)
         stream.seek(8 + size + start)
@@ -305,8 +306,11 @@ def _header(path: Path, stream: Any, version: Stamp) -> tuple[dict[str, Any], in
     if len(head) < 8:
         raise ArrayError(f"{path.name!r} is not a safetensors file (too short)")
     size = int.from_bytes(head, "little")
-    if size > min(version[0] - 8, 100_000_000):
+    if size > 100_000_000:
         raise ArrayError(f"{path.name!r} has a corrupt safetensors header")
+    if size > version[0] - 8:
+        raise ArrayError(f"{path.name!r} is truncated: its header alone needs {size} bytes "
+                         f"after the first 8, and the file has {version[0] - 8}")
     header = _safetensors_header(stream.read(size), path.name)
     _tiled(header, version[0] - 8 - size, path.name)
     if settled(version):
@@ -361,9 +365,12 @@ def _tiled(header: dict[str, Any], data_size: int, name: str) -> None:
             raise ArrayError(f"{name!r} has a corrupt safetensors header: tensor data "
                              f"{'overlaps' if start < at else 'leaves a gap'} at byte {at}")
         at = end
+    if at > data_size:
+        raise ArrayError(f"{name!r} is truncated: its header describes {at} data bytes, the "
+                         f"file holds {data_size} ({at - data_size} missing)")
     if at != data_size:
-        raise ArrayError(f"{name!r} has a corrupt safetensors header: the tensors cover "
-                         f"{at} of its {data_size} data bytes")
+        raise ArrayError(f"{name!r} has a corrupt safetensors header: the tensors end at "
+                         f"data byte {at}, and {data_size - at} more bytes follow them")
 
 
 def _naturals(value: Any) -> bool:
@@ -412,7 +419,7 @@ _ONNX: dict[str, tuple[Stamp, onnx_file.Model]] = {}
 
 def _from_onnx(path: Path, key: str, version: Stamp) -> Loaded:
     model = _onnx_model(path, version[:5])
-    bits, kind = onnx_file.tensor_bits(onnx_file.tensor_of(model, key), model)
+    bits, kind = onnx_file.tensor_bits(onnx_file.tensor_of(model, key), model, key)
     return Loaded(bits, kind)
 
 

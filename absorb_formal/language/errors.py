@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from .syntax import Pos
+
+
+def listed(names: list[str]) -> str:
+    """The first ten of some names, and how many there are in all when more."""
+    return (", ".join(names[:10]) + (f", ... ({len(names)} in all)" if len(names) > 10
+                                      else "")) or "none"
+
+
+def did_you_mean(key: str, names: list[str]) -> str:
+    """'; did you mean 'NAME'?' for the nearest of `names` to a mistyped `key`, or ''."""
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 @dataclass(frozen=True)

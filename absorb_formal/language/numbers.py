@@ -51,3 +51,22 @@ def parse_rational(text: str) -> Fraction:
 def format_rational(value: Fraction) -> str:
     """`3`, `-7/10`: the form used in output and certificates."""
     return str(value)
+
+
+def exact_decimal(value: Fraction) -> str:
+    """The exact decimal text of a rational whose denominator divides a power of ten (every
+    binary float's value does): `0.00000999999974737875163555145263671875` for the float32
+    nearest 1e-5. `parse_decimal` reads it back as the same value. ValueError for others
+    (1/3 has no exact decimal)."""
+    numerator, denominator = value.numerator, value.denominator
+    twos = (denominator & -denominator).bit_length() - 1
+    fives, rest = 0, denominator >> twos
+    while rest % 5 == 0:
+        rest //= 5
+        fives += 1
+    if rest != 1:
+        raise ValueError(f"{value} has no exact decimal")
+    places = max(twos, fives)
+    digits = str(abs(numerator) * 10**places // denominator).rjust(places + 1, "0")
+    whole, frac = digits[:len(digits) - places], digits[len(digits) - places:].rstrip("0")
+    return ("-" if numerator < 0 else "") + whole + (f".{frac}" if frac else "")

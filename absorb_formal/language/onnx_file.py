@@ -1,4 +1,10 @@
-"""`load("model.onnx", "INITIALIZER")`: one initializer of an ONNX model, kept as its bits.
+"""`load("model.onnx", "KEY")`: one stored tensor of an ONNX model, kept as its bits.
+
+KEY names an initializer of the main graph, or the output of a `Constant` node of the main
+graph (exporters keep weights in Constant nodes too): its `value` tensor, or its
+`value_float` (a float32 scalar), `value_floats` (a float32 vector), `value_int` (an int64
+scalar) or `value_ints` (an int64 vector). A Constant's tensor is read exactly as an
+initializer is.
 
 The protobuf is parsed by the onnx package (never by hand: a second protobuf reader would be
 a second meaning of the file). The tensor's values are then read here, from the field the
@@ -15,9 +21,11 @@ format assigns to its data type, without any conversion that could round:
 
 Ambiguous files are refused (the checker, `checker/onnx_file.py`, refuses the same ones): an
 initializer name occurring twice (sparse initializers included), a name that is both an
-initializer and a node's output (a Constant node, say), a tensor with both `raw_data` and a
-typed field, or with external data and in-file data, or with `segment` set, or external data
-entries named twice or unknown.
+initializer and a node's output (a Constant node, say), a name that two nodes output, or
+a Constant node and a graph input, a Constant node with other than one attribute or with
+a sparse or string value, a tensor with both `raw_data` and a typed field, or with
+external data and in-file data, or with `segment` set, or external data entries named
+twice or unknown.
 
 Dtypes read: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8/16/32/64, UINT8/16/32/64, BOOL. Others
 (strings, complex, 8-bit and 4-bit floats, 4-bit integers) are refused.
@@ -32,6 +40,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
+
+from .errors import did_you_mean, listed
 
 Stamp = tuple[int, ...]
 
@@ -89,7 +99,10 @@ class Model:
     sparse: set[str]
     twice: list[str]
     produced: dict[str, str]  # node output name → the op type of its node
-    externals: list[str]  # every external data location of the initializers (sorted)
+    externals: list[str]  # every external data location of the stored tensors (sorted)
+    constants: dict[str, Any]  # a Constant node's output name → the node
+    outputs_twice: set[str]  # node output names that two nodes produce
+    inputs: set[str]  # the main graph's input names
 
 
 def parse(path: Path) -> Model:
@@ -102,7 +115,8 @@ def read_proto(path: Path) -> Any:
     try:
         return onnx.load_model(str(path), format="protobuf", load_external_data=False)
     except Exception as error:  # protobuf's DecodeError, and whatever else a bad file raises
-        raise OnnxError(f"{path.name!r} is not an ONNX model ({type(error).__name__}: "
+        raise OnnxError(f"{path.name!r} is not a readable ONNX model: truncated or not ONNX "
+                        f"(the onnx package cannot parse it: {type(error).__name__}: "
                         f"{str(error)[:200]})") from None
 
 
@@ -111,33 +125,42 @@ def index(path: Path, model: Any) -> Model:
     names = [t.name for t in graph.initializer] + [s.values.name for s in graph.sparse_initializer]
     twice = sorted(name for name, count in Counter(names).items() if count > 1)
     produced: dict[str, str] = {}
+    outputs_twice: set[str] = set()
+    constants: dict[str, Any] = {}
     for node in graph.node:
         for output in node.output:
+            if output in produced:
+                outputs_twice.add(output)
             produced.setdefault(output, node.op_type)
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+            constants.setdefault(node.output[0], node)
     externals = set()
-    for tensor in graph.initializer:
+    stored = [(t.name, t) for t in graph.initializer] + [
+        (name, a.t) for name, node in constants.items() for a in node.attribute
+        if a.name == "value"]
+    for name, tensor in stored:
         if _is_external(tensor):
-            location = _entries(tensor, path.name).get("location", "")
-            external_path(path.parent, location, path.name, tensor.name)  # checked: inside
+            location = _entries(tensor, path.name, name).get("location", "")
+            external_path(path.parent, location, path.name, name)  # checked: inside
             externals.add(location)
     return Model(path.name, path.parent, {t.name: t for t in graph.initializer},
                  {s.values.name for s in graph.sparse_initializer}, twice, produced,
-                 sorted(externals))
+                 sorted(externals), constants, outputs_twice, {i.name for i in graph.input})
 
 
 def _is_external(tensor: Any) -> bool:
     return tensor.HasField("data_location") and tensor.data_location == EXTERNAL
 
 
-def _entries(tensor: Any, file: str) -> dict[str, str]:
+def _entries(tensor: Any, file: str, key: str) -> dict[str, str]:
     """The external_data key-value entries, each key once and known."""
     out: dict[str, str] = {}
     for entry in tensor.external_data:
         if entry.key in out:
-            raise OnnxError(f"{file!r} is ambiguous: initializer {tensor.name!r} names "
+            raise OnnxError(f"{file!r} is ambiguous: initializer {key!r} names "
                             f"external data {entry.key!r} twice; refused")
         if entry.key not in EXTERNAL_KEYS:
-            raise OnnxError(f"{file!r}: initializer {tensor.name!r} has an unknown external "
+            raise OnnxError(f"{file!r}: initializer {key!r} has an unknown external "
                             f"data entry {entry.key[:40]!r} (known: {', '.join(EXTERNAL_KEYS)})")
         out[entry.key] = entry.value
     return out
@@ -155,7 +178,8 @@ def external_path(folder: Path, location: str, file: str, key: str) -> Path:
 
 
 def tensor_of(model: Model, key: str) -> Any:
-    """The initializer named `key`, once it is known to be the only meaning of that name."""
+    """The tensor stored under `key` (an initializer, or a Constant node's value), once it
+    is known to be the only meaning of that name."""
     if model.twice:
         raise OnnxError(f"{model.name!r} is ambiguous: initializer {model.twice[0]!r} occurs "
                         "twice, and readers differ on which they take; refused")
@@ -165,22 +189,59 @@ def tensor_of(model: Model, key: str) -> Any:
     if key in model.sparse:
         raise OnnxError(f"{model.name!r}: initializer {key!r} is a sparse tensor, which is not "
                         "read; store it dense")
-    if key not in model.initializers:
-        if key in model.produced:
-            raise OnnxError(f"{model.name!r} has no initializer {key!r}: it is the output of a "
-                            f"{model.produced[key]} node")
-        names = sorted(model.initializers)
-        shown = ", ".join(names[:10]) + (f", ... ({len(names)} in all)" if len(names) > 10
-                                          else "")
-        raise OnnxError(f"{model.name!r} has no initializer {key!r} (it has: {shown or 'none'})")
-    return model.initializers[key]
+    if key in model.initializers:
+        return model.initializers[key]
+    if key in model.outputs_twice or (key in model.constants and key in model.inputs):
+        raise OnnxError(f"{model.name!r} is ambiguous: {key!r} is output by two nodes, or "
+                        "by a Constant node and given as a graph input; refused")
+    if key in model.constants:
+        return constant_tensor(model.constants[key], model.name)
+    if key in model.produced:
+        raise OnnxError(f"{model.name!r} has no stored tensor {key!r}: it is computed, the "
+                        f"output of a {model.produced[key]} node (load reads initializers "
+                        "and Constant nodes)")
+    names = sorted(set(model.initializers) | set(model.constants))
+    raise OnnxError(f"{model.name!r} has no initializer {key!r}"
+                    f"{did_you_mean(key, names)} (it has: {listed(names)})")
 
 
-def tensor_bits(tensor: Any, model: Model) -> tuple[np.ndarray, str]:
+SCALAR_ATTRIBUTES = {"value_float": (1, "float_data"), "value_floats": (1, "float_data"),
+                     "value_int": (7, "int64_data"), "value_ints": (7, "int64_data")}
+
+
+def constant_tensor(node: Any, file: str) -> Any:
+    """The tensor a Constant node outputs: its `value`, or a tensor made of its
+    value_float(s) / value_int(s) (float32 / int64, the attribute's own types)."""
+    name = node.output[0]
+    if len(node.attribute) != 1:
+        raise OnnxError(f"{file!r}: the Constant node of {name!r} has "
+                        f"{len(node.attribute)} attributes, not one value; refused")
+    [attribute] = node.attribute
+    if attribute.name == "value":
+        return attribute.t
+    if attribute.name not in SCALAR_ATTRIBUTES:
+        raise OnnxError(f"{file!r}: the Constant node of {name!r} holds {attribute.name}, "
+                        "which is not read (value, value_float(s), value_int(s) are)")
+    onnx = onnx_module()
+    code, typed = SCALAR_ATTRIBUTES[attribute.name]
+    if attribute.name == "value_float":
+        values, dims = [attribute.f], []
+    elif attribute.name == "value_int":
+        values, dims = [attribute.i], []
+    else:
+        values = list(attribute.floats if code == 1 else attribute.ints)
+        dims = [len(values)]
+    tensor = onnx.TensorProto(data_type=code, dims=dims, name=name)
+    getattr(tensor, typed).extend(values)
+    return tensor
+
+
+def tensor_bits(tensor: Any, model: Model, key: str | None = None) -> tuple[np.ndarray, str]:
     """(bits, kind): the values as stored (bfloat16 as uint16 patterns, kind "bf16"; every
     other type as its own numpy dtype, bool as bool after its bytes are checked to be 0 or
-    1), shaped as `dims`."""
-    key, file = tensor.name, model.name
+    1), shaped as `dims`. `key`: the name it is loaded by (a Constant's output name; by
+    default the tensor's own name)."""
+    key, file = (tensor.name if key is None else key), model.name
     if tensor.data_type not in DTYPES:
         raise OnnxError(f"initializer {key!r} in {file!r} has {type_name(tensor.data_type)}, "
                         "not a real number type that is read (FLOAT, DOUBLE, FLOAT16, "
@@ -209,7 +270,7 @@ def tensor_bits(tensor: Any, model: Model) -> tuple[np.ndarray, str]:
                         f"but holds {stored[0]} (expected raw_data or {typed})")
     width = np.dtype(code).itemsize
     if external:
-        bits = np.frombuffer(_external_bytes(tensor, model, count * width), dtype=code)
+        bits = np.frombuffer(_external_bytes(tensor, model, count * width, key), dtype=code)
     elif stored == [typed]:
         bits = _typed(list(getattr(tensor, typed)), code, kind, key, file)
     else:  # raw_data (an empty tensor may hold nothing at all)
@@ -259,9 +320,9 @@ def _typed(values: list[Any], code: str, kind: str, key: str, file: str) -> np.n
     return integers.astype(dtype)
 
 
-def _external_bytes(tensor: Any, model: Model, size: int) -> bytes:
-    key, file = tensor.name, model.name
-    entries = _entries(tensor, file)
+def _external_bytes(tensor: Any, model: Model, size: int, key: str) -> bytes:
+    file = model.name
+    entries = _entries(tensor, file, key)
     if "location" not in entries:
         raise OnnxError(f"{file!r}: initializer {key!r} is EXTERNAL but names no location")
     path = external_path(model.folder, entries["location"], file, key)

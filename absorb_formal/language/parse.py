@@ -33,6 +33,9 @@ from .syntax import (
     LoadExpr,
     MatrixLit,
     Name,
+    NormExpr,
+    NormItem,
+    NormSpec,
     Num,
     Pos,
     QueryDecl,
@@ -141,6 +144,21 @@ class ToSyntax(Transformer):
 
     def bias_field(self, meta: Any, children: list[Any]) -> FieldDecl:
         return FieldDecl("bias", None, _pos(meta))
+
+    def norm_field(self, meta: Any, children: list[Any]) -> FieldDecl:
+        _, placement, *norms = children
+        return FieldDecl("norm", NormExpr(placement, tuple(norms), _pos(meta)), _pos(meta))
+
+    def norm_spec(self, meta: Any, children: list[Any]) -> NormSpec:
+        kind, *items = children
+        return NormSpec(kind, tuple(items), _pos(meta))
+
+    def norm_number(self, meta: Any, children: list[Any]) -> NormItem:
+        return NormItem(children[0], children[1], None, _pos(meta))
+
+    def norm_vector(self, meta: Any, children: list[Any]) -> NormItem:
+        name, value, *offset = children
+        return NormItem(name, value, offset[0] if offset else None, _pos(meta))
 
     def skip_identity(self, meta: Any, children: list[Any]) -> SkipExpr:
         return SkipExpr("identity", None, None, _pos(meta))
@@ -287,7 +305,7 @@ _TERMINAL_TEXT = {
     "NAME": "a name", "NUMBER": "a number", "STRING": "a quoted string",
     "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "LPAR": "'('",
     "RPAR": "')'", "COMMA": "','", "EQUAL": "'='", "CIRCUMFLEX": "'^'",
-    "TRANSPOSE": "'.T'",
+    "TRANSPOSE": "'.T'", "PLUS": "'+'",
 }
 
 

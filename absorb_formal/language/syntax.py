@@ -86,11 +86,40 @@ class LayerDecl:
 
 
 @dataclass(frozen=True)
+class NormItem:
+    """`eps 1e-5` (a number) or `gamma = VECTOR-OR-LOAD [+ NUMBER]` inside a norm."""
+
+    name: Name
+    value: Num | VectorLit | LoadExpr
+    offset: Num | None
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class NormSpec:
+    """`layernorm { ... }` or `rmsnorm { ... }`."""
+
+    kind: Name
+    items: tuple[NormItem, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
+class NormExpr:
+    """`norm PLACEMENT NORM [NORM]`: the placement word and one or two norms."""
+
+    placement: Name
+    norms: tuple[NormSpec, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True)
 class FieldDecl:
-    """`activation`, `dim`, `width`, `depth` or `skip` with its value, or `bias` (None)."""
+    """`activation`, `dim`, `width`, `depth`, `skip` or `norm` with its value, or `bias`
+    (None)."""
 
     name: str
-    value: ActivationExpr | SkipExpr | Num | None
+    value: ActivationExpr | SkipExpr | Num | NormExpr | None
     pos: Pos
 
 

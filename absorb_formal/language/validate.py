@@ -11,7 +11,21 @@ from pathlib import Path
 
 from .. import activations as acts
 from .. import exactarray
-from ..model import Block, Claim, Layer, Matrix, Query, Skip, Spec, Statement, Vector
+from ..model import (
+    NORM_KINDS,
+    PLACEMENTS,
+    Block,
+    Claim,
+    Layer,
+    Matrix,
+    Norm,
+    Normalisation,
+    Query,
+    Skip,
+    Spec,
+    Statement,
+    Vector,
+)
 from .arrays import ArrayError, load_array
 from .errors import Diagnostic, SpecError
 from .hints import did_you_mean
@@ -24,6 +38,8 @@ from .syntax import (
     LoadExpr,
     MatrixLit,
     Name,
+    NormExpr,
+    NormSpec,
     Num,
     Pos,
     QueryDecl,
@@ -81,6 +97,7 @@ class Validator:
         depth = (self.integer(depth_field.value, "depth")  # type: ignore[arg-type]
                  if depth_field else 1)
         skip = self.skip(fields.get("skip"), dim)
+        norm = self.normalisation(fields.get("norm"), dim)
         concrete = bool(decl.weights or decl.layers) and not _bias_only(decl)
         biased = "bias" in fields or any(w.name in BIASES for w in _all_weights(decl))
         if name in self.declared:
@@ -96,7 +113,88 @@ class Validator:
         layers = self.weights_of(decl, activation, dim, width, depth, biased)
         if len(self.errors) > before:
             return None
-        return Block(name, activation, dim, width, depth, skip, layers, decl.pos, biased=biased)
+        return Block(name, activation, dim, width, depth, skip, layers, decl.pos, biased=biased,
+                     norm=norm)
+
+    # ---- norms (docs/language.md, Norms) ----------------------------------------------
+
+    def normalisation(self, f: FieldDecl | None, dim: int | None) -> Normalisation | None:
+        """The `norm` clause: its placement and one norm (two for sandwich)."""
+        if f is None:
+            return None
+        expr = f.value
+        assert isinstance(expr, NormExpr)
+        placement = expr.placement.text
+        if placement not in PLACEMENTS:
+            hint = did_you_mean(placement, PLACEMENTS)
+            self.error(expr.placement.pos, f"unknown norm placement '{placement}'"
+                                           + (f": {hint}" if hint else "")
+                                           + " (pre, post or sandwich)")
+            return None
+        wanted = 2 if placement == "sandwich" else 1
+        if len(expr.norms) != wanted:
+            where = expr.norms[-1].pos if expr.norms else expr.pos
+            self.error(where, "a sandwich norm gives two norms, the one before the FFN and the "
+                              "one on its output: 'norm sandwich rmsnorm { ... } rmsnorm "
+                              "{ ... }'" if placement == "sandwich" else
+                              f"a {placement}-norm gives one norm, got {len(expr.norms)} "
+                              "(two are for 'sandwich')")
+            return None
+        norms = [self.norm(n, dim) for n in expr.norms]
+        if any(n is None for n in norms):
+            return None
+        return Normalisation(placement, tuple(n for n in norms if n is not None))
+
+    def norm(self, spec: NormSpec, dim: int | None) -> Norm | None:
+        kind = spec.kind.text
+        if kind not in NORM_KINDS:
+            hint = did_you_mean(kind, NORM_KINDS)
+            self.error(spec.kind.pos, f"unknown norm '{kind}'" + (f": {hint}" if hint else "")
+                                      + " (layernorm or rmsnorm)")
+            return None
+        allowed = ("eps", "gamma", "beta") if kind == "layernorm" else ("eps", "gamma")
+        seen: dict[str, Fraction | Vector | None] = {}
+        before = len(self.errors)
+        for item in spec.items:
+            name = item.name.text
+            if name not in allowed:
+                hint = did_you_mean(name, allowed)
+                extra = " (RMSNorm has no shift β)" if name == "beta" else ""
+                self.error(item.name.pos, f"'{name}' is not a field of {kind}{extra}"
+                                          + (f": {hint}" if hint else "")
+                                          + f" (fields: {', '.join(allowed)})")
+                continue
+            if name in seen:
+                self.error(item.name.pos, f"'{name}' is given twice in this {kind}")
+                continue
+            if name == "eps":
+                if not isinstance(item.value, Num) or item.offset is not None:
+                    self.error(item.pos, "write 'eps NUMBER', an exact decimal such as 1e-5")
+                    continue
+                if item.value.value < 0:
+                    self.error(item.value.pos, f"eps must be >= 0, got {item.value.text}")
+                    continue
+                seen[name] = item.value.value
+                continue
+            if isinstance(item.value, Num):
+                self.error(item.pos, f"write '{name} = [v1, v2, ...]' or '{name} = "
+                                     "load(\"FILE\", \"KEY\")', one entry per dim")
+                continue
+            vector = self.bias(WeightDecl(name, item.value, item.pos), dim, "dim")
+            if vector is not None and item.offset is not None:
+                vector = tuple(v + item.offset.value for v in vector)
+            seen[name] = vector
+        if "eps" not in seen and len(self.errors) == before:
+            self.error(spec.pos, f"this {kind} has no 'eps' (required: write its ε exactly, "
+                                 "e.g. 'eps 1e-5'; the model's config.json gives it as "
+                                 "layer_norm_eps, rms_norm_eps or layer_norm_epsilon)")
+        if len(self.errors) > before:
+            return None
+        eps = seen["eps"]
+        assert isinstance(eps, Fraction)
+        gamma, beta = seen.get("gamma"), seen.get("beta")
+        return Norm(kind, eps, gamma if isinstance(gamma, tuple) else None,
+                    beta if isinstance(beta, tuple) else None)
 
     def fields(self, decl: BlockDecl) -> dict[str, FieldDecl]:
         seen: dict[str, FieldDecl] = {}

@@ -28,8 +28,16 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
         return result
     extra = dict(result.extra)
     verdict = result.verdict
+    checked, certificate = block, result.certificate
+    if block.norm is not None and certificate.get("kind") == "normalised sublayer":
+        # post-norm (Lemma P): the witness replaces the reduced block; N is applied to both
+        from ..decide.sublayer import reduced
+
+        small = reduced(block)[0]
+        if small is not None:
+            checked, certificate = small, certificate["certificate"]
     try:
-        found = crosscheck(block, result.certificate, options.points, options.engine,
+        found = crosscheck(checked, certificate, options.points, options.engine,
                            options.progress)
     except OutOfRange as error:  # no float image: the exact verdict stands unchecked
         found = None
@@ -44,7 +52,7 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
                                   f"{found.max_rel_error:.3g} > {found.tolerance:.3g} in "
                                   "floats (this is a bug; please report it)")
     try:
-        figure = sanity(block, result.certificate, options.engine)
+        figure = sanity(checked, certificate, options.engine)
     except OutOfRange as error:
         figure = {"skipped": str(error)}
     if figure is not None:
@@ -54,8 +62,8 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
     if options.fit and width is not None and block.is_concrete and fits:
         from .fit import fit_alarm, phrase
 
-        try:
-            alarm, report = fit_alarm(block, width, result, options.fit_restarts,
+        try:  # a post-norm sublayer is fitted as its reduced block (Lemma P), like its witness
+            alarm, report = fit_alarm(checked, width, result, options.fit_restarts,
                                       options.engine)
         except OutOfRange as error:
             alarm, report = "", {"skipped": str(error)}

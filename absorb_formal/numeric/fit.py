@@ -192,6 +192,16 @@ class Best:
     runs: int = 0
 
 
+def _targets(block: Block, reference: Any, engine: Backend, train: np.ndarray,
+             test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What the plain block must match on the samples: the block, or, with a norm clause,
+    the sublayer the model computes (float64, `Block.evaluate`), so that a fit never
+    compares a sublayer's verdict with its bare block."""
+    if block.norm is not None:
+        return block.evaluate(train), block.evaluate(test)
+    return engine.evaluate(reference, train), engine.evaluate(reference, test)
+
+
 def search(block: Block, width: int, restarts: int, engine: Backend,
            seed: int = 0, best_so_far: Best | None = None) -> tuple[float, int]:
     """(best error on fresh points, restarts run) of the adversarial fit."""
@@ -201,7 +211,7 @@ def search(block: Block, width: int, restarts: int, engine: Backend,
     normals = reference.normals()
     train = next(batches(block.dim, normals, SAMPLES, seed=seed + 1))
     test = next(batches(block.dim, normals, 4 * SAMPLES, seed=seed + 2))
-    y_train, y_test = engine.evaluate(reference, train), engine.evaluate(reference, test)
+    y_train, y_test = _targets(block, reference, engine, train, test)
     rng = np.random.default_rng(seed)
     scalar, gated = block.activation.scalar, block.activation.gated
     best = math.inf
@@ -400,7 +410,7 @@ def search_stack(block: Block, width: int, restarts: int, engine: Backend, seed:
     normals = reference.normals()
     train = next(batches(block.dim, normals, SAMPLES, seed=seed + 1))
     test = next(batches(block.dim, normals, 4 * SAMPLES, seed=seed + 2))
-    y_train, y_test = engine.evaluate(reference, train), engine.evaluate(reference, test)
+    y_train, y_test = _targets(block, reference, engine, train, test)
     weight = 1.0 / (1.0 + np.abs(y_train).max(axis=1))
     rng = np.random.default_rng(seed)
     best = math.inf

@@ -12,6 +12,7 @@ from .. import proofs
 from ..api import DEFAULT_TIMEOUT
 from ..arguments import parse, seconds
 from ..model import Claim
+from .find import needs_copies, open_checkpoint
 from .found import ScanError
 from .run import BlockAnswer, ScanReport, scan, with_expectations
 
@@ -36,31 +37,46 @@ GPT-J, GPT-NeoX, BERT/RoBERTa/ViT, OPT/Phi, T5 (plain and gated), LLaMA/Mistral/
 Gemma and Mixtral experts; attention, norms and embeddings are passed over and listed.
 The activation comes from config.json (hidden_activation, hidden_act,
 activation_function, dense_act_fn, feed_forward_proj): gelu_new and gelu_pytorch_tanh
-are gelu_tanh, gelu the exact erf gelu, silu in a gated block swiglu. --activation
-overrides it (a Hugging Face name or any activation of the language).
+are gelu_tanh, gelu the exact erf gelu, silu in a gated block swiglu. In an ONNX model
+it is read from the graph. --activation NAME (a Hugging Face name or any activation of the
+language) names it where config.json does not; one that contradicts config.json or the
+graph is refused (exit 2) unless --force-activation is given too, since the answer would
+then be about another function than the model computes.
 """
 
 EPILOG = """\
 output:
+  Each row answers for the sublayer the model computes: with its norm where config.json's
+  model_type (or the ONNX graph) places one, pre-norm x + F(N(x)), post-norm N(x + F(x))
+  or sandwich x + N2(F(N(x))) (docs/rules.md, normalised sublayers); and beside it for the
+  bare block x + F(x), the paper's question.
   A table, one row per sublayer: NAME (its module path), ACTIVATION, DIM, WIDTH, BIAS,
-  ABSORBABLE at its own width (yes / no / unknown), MIN WIDTH (N when exact, LO..HI for
-  proved bounds, LO.. when no width is known to work, none when no width works), METHOD
-  and the seconds it took; then what was skipped and why, and a summary line. A progress
-  bar goes to stderr on a terminal.
+  NORM (pre LN, post LN, pre RMS, sandwich RMS+RMS, - for none, ? when its place is not
+  known), ABSORBABLE at its own width (yes / no / unknown), MIN WIDTH (N when exact, LO..HI
+  for proved bounds, LO.. when no width is known to work, none when no width works),
+  METHOD, BARE and BARE MIN (the same two answers for the bare block) and the seconds it
+  took; then the reasons for what is unknown, what was skipped and why, and a summary
+  line. A progress bar goes to stderr on a terminal.
   With --json, stdout holds one JSON document instead:
     {"path", "blocks": [{"name", "where", "activation", "dim", "width", "bias",
      "absorbable": "yes"|"no"|"unknown", "min_width": [lo, hi], "method", "reason",
-     "seconds"}], "skipped": [{"where", "why"}], "spec", "certificates", "export",
-     "exit_code"}
-  min_width: lo = hi when exact; hi null when no upper bound is known; [null, null]
-  when no width absorbs the block (proved). "name" is the block's name in the spec.
+     "seconds", "norm": {"kind", "placement", "eps"}, "any_width": "yes"|"no"|"unknown",
+     "bare": {"question", "absorbable", "min_width", "any_width", "method", "reason"}}],
+     "skipped": [{"where", "why"}], "spec", "certificates", "export", "exit_code"}
+  norm: kind layernorm or rmsnorm, placement pre, post, sandwich or unknown, eps the
+  exact decimal (all null when no norm sits beside the MLP).
+  The fields before "norm" describe the sublayer. min_width: lo = hi when exact; hi null
+  when no upper bound is known; [null, null] when no width absorbs it (proved). any_width:
+  is it absorbable at some width. "name" is the block's name in the spec; the bare block
+  is NAME_bare there when a norm sits beside it.
 
 files:
   --write-spec FILE  the spec that was decided: one block per sublayer loading its
-                     tensors from the checkpoint (paths relative to FILE), with
-                     `claim NAME is absorbable` and `query NAME`, each with its outcome
-                     as `# expect:`, so `absorb-prove --expect FILE` reproduces the
-                     answers. Never replaces an existing FILE (exit 2).
+                     tensors from the checkpoint (paths relative to FILE), with its norm
+                     clause, and the bare block NAME_bare, each with `claim NAME is
+                     absorbable` and `query NAME`, each with its outcome as `# expect:`,
+                     so `absorb-prove --expect FILE` reproduces the answers. Never
+                     replaces an existing FILE (exit 2).
   --certificates DIR one certificate document per claim (as `absorb-prove
                      --certificates`); needs --write-spec (the documents cite the spec).
   --export DIR       the skip-free checkpoint: each sublayer replaced by a plain MLP,
@@ -69,10 +85,16 @@ files:
                      the input, other tensors unchanged, config.json's width keys updated
                      and an "absorb_formal" entry saying which sublayers lost their skip.
                      Refused when some sublayer has no proved width. DIR must not exist
-                     or be empty.
+                     or be empty. A post-norm sublayer N(x + F(x)) becomes N(P(x)):
+                     the plain P replaces the FFN and the norm stays. A pre-norm or
+                     sandwich sublayer has no skip-free form (docs/rules.md §10.2):
+                     export is refused with that reason.
+  --export-bare      with --export: write the bare blocks' witnesses instead (x + F(x),
+                     the paper's question). For a pre-norm model they are NOT drop-in
+                     replacements; config.json's record says so.
 
 exit codes:
-  0  every sublayer decided at its own width (yes or no)
+  0  every sublayer (as the model computes it) decided at its own width (yes or no)
   1  (not used: a "no" is an answer, not a failure)
   2  an error: unreadable checkpoint, unknown activation, a tensor of the wrong shape,
      FILE or DIR exists, --export impossible, no MLP sublayer found (nothing written)
@@ -93,7 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write certificate documents (needs --write-spec)")
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="write the skip-free checkpoint to DIR")
-    parser.add_argument("--activation", metavar="NAME", help="override config.json's")
+    parser.add_argument("--export-bare", action="store_true",
+                        help="with --export: write the bare blocks' witnesses (x + F(x)) "
+                             "where the model computes a pre-norm sublayer; NOT a drop-in "
+                             "replacement, and the record says so")
+    parser.add_argument("--activation", metavar="NAME",
+                        help="the activation, where config.json names none; one that "
+                             "contradicts config.json or the ONNX graph needs "
+                             "--force-activation")
+    parser.add_argument("--force-activation", action="store_true",
+                        help="decide --activation even where it contradicts the activation "
+                             "config.json names or the ONNX graph computes")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
@@ -112,7 +144,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     args = parse(build_parser(), argv, stdout, stderr)
     if isinstance(args, int):
         return args
-    problem = _refusal(args)
+    problem = _refusal(args) or _unexportable(args)
     if problem:
         print(f"absorb-prove scan: error: {problem}", file=stderr)
         return EXIT_ERROR
@@ -128,7 +160,8 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         args.write_spec.parent.mkdir(parents=True, exist_ok=True)  # its loads are relative
     try:
         report = scan(args.path, activation=args.activation, timeout=args.timeout,
-                      spec_file=args.write_spec, progress=tick, workers=args.jobs)
+                      spec_file=args.write_spec, progress=tick, workers=args.jobs,
+                      force_activation=args.force_activation)
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         return EXIT_ERROR
@@ -175,11 +208,13 @@ def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, obje
     if args.export is not None:
         from .export import export_checkpoint
 
-        files["export"] = str(export_checkpoint(report, args.export))
+        files["export"] = str(export_checkpoint(report, args.export, bare=args.export_bare))
     return files
 
 
 def _refusal(args: argparse.Namespace) -> str:
+    if args.force_activation and args.activation is None:
+        return "--force-activation needs --activation NAME (the activation to decide)"
     if args.certificates is not None and args.write_spec is None:
         return "--certificates needs --write-spec FILE (the documents cite the spec)"
     if args.certificates is not None and (problem := proofs.folder_problem(args.certificates)):
@@ -193,12 +228,28 @@ def _refusal(args: argparse.Namespace) -> str:
             return f"--write-spec {args.write_spec}: a spec file ends in .mlp"
         if problem := proofs.folder_problem(args.write_spec.parent):
             return f"--write-spec {args.write_spec}: {problem}"
+    if args.export_bare and args.export is None:
+        return "--export-bare needs --export DIR"
     if args.export is not None and args.export.exists() and (
             not args.export.is_dir() or any(args.export.iterdir())):
         return f"--export {args.export}: exists and is not an empty folder"
     if args.timeout < 0:
         return "--timeout must be >= 0"
     return ""
+
+
+def _unexportable(args: argparse.Namespace) -> str:
+    """Why --export cannot be written for this checkpoint, said before anything is decided
+    (a scan can take hours)."""
+    if args.export is None or needs_copies(args.path):  # a pickle is copied to safetensors
+        return ""
+    from .export import unexportable
+
+    try:
+        checkpoint = open_checkpoint(args.path)
+    except ScanError as error:
+        return str(error)
+    return unexportable(checkpoint.kind, args.path)
 
 
 def _code(blocks: list[BlockAnswer]) -> int:
@@ -231,6 +282,17 @@ def _store(report: ScanReport, spec_file: Path, folder: Path) -> int:
     return written
 
 
+def _norm(answer: BlockAnswer) -> str:
+    norm = answer.block.norm
+    if norm is None:
+        return "-"
+    if norm.placement == "unknown":
+        return "?"
+    short = {"layernorm": "LN", "rmsnorm": "RMS"}
+    second = f"+{short[norm.second.kind]}" if norm.second is not None else ""
+    return f"{norm.placement} {short.get(norm.kind, norm.kind)}{second}"
+
+
 def _width(answer: BlockAnswer) -> str:
     lo, hi = answer.min_width
     if lo is None and hi is None:
@@ -241,10 +303,11 @@ def _width(answer: BlockAnswer) -> str:
 
 
 def table(report: ScanReport) -> str:
-    head = ("NAME", "ACTIVATION", "DIM", "WIDTH", "BIAS", "ABSORBABLE", "MIN WIDTH", "METHOD",
-            "SECONDS")
+    head = ("NAME", "ACTIVATION", "DIM", "WIDTH", "BIAS", "NORM", "ABSORBABLE", "MIN WIDTH",
+            "METHOD", "BARE", "BARE MIN", "SECONDS")
     rows = [(a.block.where, a.block.activation, str(a.block.dim), str(a.block.width),
-             "yes" if a.block.biased else "no", a.absorbable, _width(a), a.method or "-",
+             "yes" if a.block.biased else "no", _norm(a), a.absorbable, _width(a),
+             a.method or "-", (a.bare or a).absorbable, _width(a.bare or a),
              f"{a.seconds:.1f}") for a in report.blocks]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
@@ -252,6 +315,12 @@ def table(report: ScanReport) -> str:
     for answer in report.blocks:
         if answer.reason:
             out.append(f"  {answer.block.where}: {answer.reason}")
+        if answer.bare is not None and answer.bare.reason:
+            out.append(f"  {answer.block.where} (bare block): {answer.bare.reason}")
+    if any(a.normalised for a in report.blocks):
+        out.append("NORM: where the norm sits (pre: x + F(N(x)), post: N(x + F(x)), sandwich: "
+                   "x + N2(F(N(x))));\n  ABSORBABLE and MIN WIDTH answer for that sublayer; "
+                   "BARE and BARE MIN for the bare block x + F(x), the paper's question")
     for skipped in report.skipped:
         out.append(f"skipped: {skipped.where}: {skipped.why}")
     counts = {k: sum(a.absorbable == k for a in report.blocks) for k in ("yes", "no", "unknown")}

@@ -31,13 +31,28 @@ WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_di
 _FROM_NUMPY = {"float64": "F64", "float32": "F32"}  # bfloat16 arrays are uint16 bit patterns
 
 
-def export_checkpoint(report: ScanReport, out: Path) -> Path:
+def unexportable(kind: str, path: Path) -> str:
+    """Why a checkpoint of this kind has no skip-free checkpoint written, or ''."""
+    if kind in ("safetensors", "npz"):
+        return ""
+    return (f"--export writes safetensors and npz checkpoints; {path} is {kind} (use "
+            "`absorb-prove export --out FILE.onnx` per block)")
+
+
+def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path:
     """Write the skip-free checkpoint of a scanned safetensors / npz checkpoint to `out`
-    (a new or empty folder); ScanError when some sublayer has no proved width."""
+    (a new or empty folder); ScanError when some sublayer has no proved width.
+
+    What replaces each sublayer is what the model computes (docs/rules.md §10): a post-norm
+    sublayer N(x + F(x)) becomes N(P(x)), P proved to absorb the reduced block; a pre-norm
+    or sandwich sublayer has nothing to export (§10.2), and is refused with that reason
+    unless `bare` asks for the bare blocks' witnesses, which the record then says are not
+    drop-in replacements."""
     if report.report is None or report.report.spec is None or not report.blocks:
         raise ScanError("--export: nothing was decided, so there is nothing to export")
     if report.interrupted:
         raise ScanError("--export: the scan was interrupted")
+    report = _exported(report, bare)
     missing = [a for a in report.blocks if a.proved_width is None]
     if missing:
         raise ScanError("--export: no width is proved to absorb " + ", ".join(
@@ -46,10 +61,8 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
             "write")
     checkpoint = report.checkpoint
     assert checkpoint is not None
-    if checkpoint.kind not in ("safetensors", "npz"):
-        raise ScanError(f"--export writes safetensors and npz checkpoints; {report.path} is "
-                        f"{checkpoint.kind} (use `absorb-prove export --out FILE.onnx` per "
-                        "block)")
+    if problem := unexportable(checkpoint.kind, report.path):
+        raise ScanError(problem)
     witnesses = {a.block.where: _witness(report, a) for a in report.blocks}
     # the widths exported: the proved ones, or spare pairs where doubles are too wide to build
     width = max(w.claim_width for w in witnesses.values())
@@ -73,8 +86,7 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
             config["n_inner"] = width
         config["absorb_formal"] = {
             "skip_absorbed": [a.block.where for a in report.blocks], "width": width,
-            "note": "each listed MLP sublayer alone computes x + MLP(x) of the original "
-                    "model: run it without the residual connection around it",
+            "note": _note(report, bare),
             "widths_proved": {a.block.where: a.proved_width for a in report.blocks},
             **({"width_notes": notes} if notes else {}),
             # largest |stored − exact| / |exact| over each sublayer's entries: 0 means the
@@ -93,6 +105,52 @@ def export_checkpoint(report: ScanReport, out: Path) -> Path:
     return out
 
 
+PRE_NORM = ("pre", "sandwich")
+
+
+def _exported(report: ScanReport, bare: bool) -> ScanReport:
+    """The answers whose witnesses are written: each sublayer's own, or (`bare`) the bare
+    blocks'. A pre-norm sublayer is refused unless `bare`: no plain MLP replaces it."""
+    from dataclasses import replace
+
+    placed = [a for a in report.blocks if a.block.norm is not None
+              and a.block.norm.placement in PRE_NORM]
+    if placed and not bare:
+        first = placed[0]
+        more = f" and {len(placed) - 1} more" if len(placed) > 1 else ""
+        raise ScanError(
+            f"--export: {first.block.where}{more}: the model computes a "
+            f"{first.block.norm.placement}-norm sublayer x + F(N(x)) there (answer "
+            f"{first.absorbable}, min width {_shown(first)}). No plain MLP of any width or "
+            "depth computes it once its branch moves along rays (docs/rules.md §10.2), so "
+            "this model has no skip-free checkpoint. --export-bare writes the bare blocks' "
+            "witnesses (x + F(x), the paper's question) instead; they are not drop-in "
+            "replacements")
+    if not bare:
+        return report
+    from .run import bare_name
+
+    # the bare answer, about the spec's bare block (NAME_bare), without the norm
+    return replace(report, blocks=[replace(a.bare, block=replace(
+        a.block, norm=None, name=bare_name(a.block))) if a.bare is not None else a
+        for a in report.blocks])
+
+
+def _note(report: ScanReport, bare: bool) -> str:
+    if bare and any(a.block.name.endswith("_bare") for a in report.blocks):
+        return ("NOT A DROP-IN REPLACEMENT: each listed MLP computes the bare block x + MLP(x) "
+                "of the original (the paper's question), but the model computes its norm "
+                "beside it (pre-norm x + MLP(N(x))): swapping these in changes the model's "
+                "outputs")
+    if any(a.block.norm is not None and a.block.norm.placement == "post"
+           for a in report.blocks):
+        return ("each listed MLP sublayer alone computes what the original's residual sum "
+                "gives its norm: run it without the residual connection around it and keep "
+                "the norm after it (post-norm: the model computes N(MLP(x)))")
+    return ("each listed MLP sublayer alone computes x + MLP(x) of the original model: run "
+            "it without the residual connection around it")
+
+
 def _shown(answer: BlockAnswer) -> str:
     lo, hi = answer.min_width
     return "none" if lo is None and hi is None else f"{lo}..{hi if hi is not None else ''}"
@@ -102,7 +160,19 @@ def _witness(report: ScanReport, answer: BlockAnswer) -> single.Witness:
     """The sublayer's witness at its proved width (spare pairs, wider, where doubles are too
     wide to build exactly: `export.find_witness`)."""
     assert report.report is not None and report.report.spec is not None
-    model = report.report.spec.blocks[answer.block.name]
+    from .run import bare_name
+
+    norm = answer.block.norm
+    name = answer.block.name if norm is not None and norm.placement == "post" else \
+        bare_name(answer.block)
+    model = report.report.spec.blocks[name]
+    if model.norm is not None:  # post-norm: P absorbs the reduced block; N stays after it
+        from ..decide.sublayer import reduced
+
+        small, _, why = reduced(model)
+        if small is None:
+            raise ScanError(f"--export: {answer.block.where}: {why}")
+        model = small
     try:
         return single.find_witness(model, answer.proved_width, wider=True)
     except single.ExportError as error:

@@ -12,10 +12,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..language import SpecError, activation_named
 from ..language.arrays import ArrayError, shapes
+from ..language.errors import did_you_mean
 from .found import FoundBlock, ScanError, Skipped, TensorRef
 
 # ---- activations: config.json names → the language's ---------------------------------------
@@ -62,7 +63,8 @@ def language_activation(name: str, gated: bool, where: str) -> str:
         raise ScanError(f"{where}: a gated block with activation {name!r} ({plain}) has no "
                         f"exact counterpart in the language (gated: "
                         f"{', '.join(f'{k} -> {v}' for k, v in GATED_NAMES.items())}); give "
-                        "--activation NAME to decide another activation instead")
+                        "--activation NAME --force-activation to decide another activation "
+                        "instead")
     return GATED_NAMES[plain]
 
 
@@ -132,6 +134,8 @@ def open_checkpoint(path: Path, copies: Path | None = None) -> Checkpoint:
     if path.is_dir():
         return _folder(path)
     suffix = path.suffix.lower()
+    if suffix in ARCHIVES:
+        raise ScanError(_archive(path))
     if suffix == ".onnx":
         return Checkpoint(path, path.parent, {}, _config_beside(path), "onnx")
     if suffix not in WEIGHT_SUFFIXES:
@@ -140,6 +144,27 @@ def open_checkpoint(path: Path, copies: Path | None = None) -> Checkpoint:
                             kind=suffix.lstrip("."))
     _add_file(checkpoint, path.name)
     return checkpoint
+
+
+ARCHIVES = (".zip", ".whl")
+
+
+def _archive(path: Path) -> str:
+    """Why a .zip or .whl is not read, naming the model files inside it."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [n for n in archive.namelist()
+                       if n.lower().endswith((".onnx", ".safetensors", ".npz"))]
+    except (OSError, zipfile.BadZipFile) as error:
+        return f"{path}: an archive, and not a readable one ({error})"
+    if not members:
+        return (f"{path}: an archive with no .onnx, .safetensors or .npz file inside; scan "
+                "reads a checkpoint folder or file, not an archive")
+    return (f"{path}: an archive, which scan does not read; extract it and give one of the "
+            f"model files inside (or its folder): {', '.join(members[:10])}"
+            + (f", ... ({len(members)} in all)" if len(members) > 10 else ""))
 
 
 def _config_beside(path: Path) -> dict[str, Any]:
@@ -171,8 +196,10 @@ def _folder(folder: Path) -> Checkpoint:
             _add_file(checkpoint, file, only={k for k, v in weight_map.items() if v == file})
         missing = sorted(set(weight_map) - set(checkpoint.tensors))
         if missing:
+            held = sorted(set(shapes_of(folder / weight_map[missing[0]])) - set(weight_map))
             raise ScanError(f"{index}: tensor {missing[0]!r} is mapped to "
-                            f"{weight_map[missing[0]]!r}, which does not hold it")
+                            f"{weight_map[missing[0]]!r}, which does not hold it"
+                            f"{did_you_mean(missing[0], held)}")
         return checkpoint
     files = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in WEIGHT_SUFFIXES)
     if (folder / "model.safetensors").is_file():
@@ -181,6 +208,12 @@ def _folder(folder: Path) -> Checkpoint:
         onnx = sorted(folder.glob("*.onnx"))
         if len(onnx) == 1:
             return Checkpoint(onnx[0], folder, {}, config, "onnx")
+        if len(onnx) > 1:
+            raise ScanError(f"{folder}: {len(onnx)} .onnx models ({', '.join(p.name for p in onnx)}"
+                            "): name the one to scan (scan FOLDER/MODEL.onnx)")
+        archives = sorted(p for p in folder.iterdir() if p.suffix.lower() in ARCHIVES)
+        if archives:
+            raise ScanError(_archive(archives[0]))
         raise ScanError(f"{folder}: no model.safetensors, model.safetensors.index.json, "
                         ".safetensors, .npz, single .onnx or single PyTorch pickle file")
     for file in files:
@@ -189,14 +222,19 @@ def _folder(folder: Path) -> Checkpoint:
     return checkpoint
 
 
-def _add_file(checkpoint: Checkpoint, file: str, only: set[str] | None = None) -> None:
-    path = checkpoint.root / file
+def shapes_of(path: Path) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor of a weight file; ScanError when it cannot be listed."""
     if not path.is_file():
         raise ScanError(f"{path}: no such file")
     try:
-        found = shapes(path)
+        return shapes(path)
     except ArrayError as error:
         raise ScanError(f"{path}: {error}") from None
+
+
+def _add_file(checkpoint: Checkpoint, file: str, only: set[str] | None = None) -> None:
+    path = checkpoint.root / file
+    found = shapes_of(path)
     for key, shape in found.items():
         if only is not None and key not in only:
             continue
@@ -247,17 +285,20 @@ def block_name(where: str) -> str:
     return name if re.match(r"[A-Za-z_]", name) else f"b_{name}"
 
 
-def find_named(checkpoint: Checkpoint, activation: str | None
+def find_named(checkpoint: Checkpoint, activation: str | None, force: bool = False
                ) -> tuple[list[FoundBlock], list[Skipped]]:
     """Every MLP sublayer the naming conventions find, in checkpoint order, and what was
-    passed over; `activation` (a --activation value) overrides config.json."""
+    passed over. `activation` (a --activation value) is decided where config.json names
+    none; where it names one, the two must agree unless `force`."""
     tensors = checkpoint.tensors
     taken: set[str] = set()
     found: list[FoundBlock] = []
     skipped: list[Skipped] = []
-    named = activation or config_activation(checkpoint.config)
+    named = Named(activation, config_activation(checkpoint.config), force,
+                  _config_path(checkpoint.path))
     hidden = _hidden_size(checkpoint.config)
     partial: dict[str, str] = {}  # up tensors whose convention's other tensors are missing
+    prefixes: dict[str, str] = {}  # a block's where → its tensors' prefix (its norm is near)
     for convention in CONVENTIONS:
         pattern = re.compile(r"^(?P<prefix>(?:.*\.)?)" + re.escape(convention.up) + r"\.weight$")
         for key in tensors:
@@ -273,6 +314,7 @@ def find_named(checkpoint: Checkpoint, activation: str | None
                                         f"tensor, but {', '.join(missing)} is missing")
                 continue
             where = _module(prefix, convention)
+            prefixes[where] = prefix
             try:
                 found.append(_block(checkpoint, convention, names, where, named, hidden))
             except ScanError as error:
@@ -280,6 +322,9 @@ def find_named(checkpoint: Checkpoint, activation: str | None
             taken |= {f"{n}.{s}" for n in names.values() for s in ("weight", "bias")}
     order = {key: i for i, key in enumerate(tensors)}
     found.sort(key=lambda b: order[b.up.key])
+    from .norms import attach  # the norm beside each sublayer, from config.json's family
+
+    found = attach(found, tensors, checkpoint.config, prefixes)
     for key, why in partial.items():  # an up tensor without its partners: said as such
         if key not in taken:
             skipped.append(Skipped(key, why))
@@ -318,8 +363,55 @@ def _hidden_size(config: dict[str, Any]) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class Named:
+    """The activation asked for (--activation), the one config.json names, whether the
+    first may contradict the second, and where config.json would be."""
+
+    asked: str | None
+    config: str | None
+    force: bool
+    config_file: Path
+
+    def activation(self, gated: bool, where: str) -> str:
+        """The language's activation to decide for a plain or gated block."""
+        if self.asked is None and self.config is None:
+            if not self.config_file.is_file():
+                raise ScanError(f"{where}: no activation: there is no config.json beside the "
+                                f"weights ({self.config_file}) to name it; give --activation "
+                                f"NAME (known: {known_names()})")
+            raise ScanError(f"{where}: no activation: {self.config_file} names none (keys "
+                            f"{', '.join(ACTIVATION_KEYS)}); give --activation NAME "
+                            f"(known: {known_names()})")
+        if self.asked is None:
+            return language_activation(str(self.config), gated, where)
+        asked = language_activation(self.asked, gated, where)
+        if self.config is not None and not self.force:
+            try:
+                stated = language_activation(self.config, gated, where)
+            except ScanError:
+                stated = None
+            if stated != asked:
+                said = f"{stated}" if stated else "an activation the language does not have"
+                contradicts(where, self.asked, asked,
+                            f"config.json's {self.config!r} ({said})")
+        return asked
+
+
+def contradicts(where: str, asked: str, meant: str, stated: str) -> NoReturn:
+    """ScanError: --activation names another activation than the model states."""
+    raise ScanError(f"{where}: --activation {asked} ({meant}) contradicts {stated}: deciding "
+                    "it would answer for another function than the model computes; give "
+                    "--force-activation to decide it anyway")
+
+
+def _config_path(path: Path) -> Path:
+    """Where the checkpoint's config.json is read from."""
+    return (path if path.is_dir() else path.parent) / "config.json"
+
+
 def _block(checkpoint: Checkpoint, convention: Convention, names: dict[str, str], where: str,
-           activation: str | None, hidden: int | None) -> FoundBlock:
+           activation: Named, hidden: int | None) -> FoundBlock:
     tensors = checkpoint.tensors
 
     def ref(name: str, transpose: bool) -> TensorRef:
@@ -361,11 +453,7 @@ def _block(checkpoint: Checkpoint, convention: Convention, names: dict[str, str]
             raise ScanError(f"{where}: {tensor(names['gate'] + '.weight')} has shape {gate_shape}, "
                             f"expected {up_shape} (as the up tensor)")
         gate = ref(f"{names['gate']}.weight", flip)
-    if activation is None:
-        raise ScanError(f"{where}: no activation: config.json names none (keys "
-                        f"{', '.join(ACTIVATION_KEYS)}); give --activation NAME "
-                        f"(known: {known_names()})")
-    act = language_activation(activation, gate is not None, where)
+    act = activation.activation(gate is not None, where)
     biases: dict[str, TensorRef | None] = {}
     for part, size in (("up", m), ("gate", m), ("down", d)):
         key = f"{names[part]}.bias" if part in names else None
@@ -396,20 +484,27 @@ def _passed_over(tensors: dict[str, Any], taken: set[str]) -> list[Skipped]:
                     why.get(kind, "not an MLP sublayer")) for kind, keys in groups.items()]
 
 
-def find_blocks(checkpoint: Checkpoint, activation: str | None
+def find_blocks(checkpoint: Checkpoint, activation: str | None, force: bool = False
                 ) -> tuple[list[FoundBlock], list[Skipped]]:
-    """The MLP sublayers of a checkpoint: by naming convention, or by graph pattern (ONNX)."""
+    """The MLP sublayers of a checkpoint: by naming convention, or by graph pattern (ONNX).
+    `activation` (--activation) must agree with the activation config.json names or the
+    graph computes, unless `force` (--force-activation)."""
     if checkpoint.kind == "onnx":
         from . import onnx_graph  # says when the optional onnx package is missing
 
         found, skipped = onnx_graph.find_blocks(checkpoint.path)
         if activation is not None:
-            found = [_with_activation(b, activation) for b in found]
+            found = [_with_activation(b, activation, force, checkpoint.path) for b in found]
         return found, skipped
-    return find_named(checkpoint, activation)
+    return find_named(checkpoint, activation, force)
 
 
-def _with_activation(block: FoundBlock, activation: str) -> FoundBlock:
+def _with_activation(block: FoundBlock, activation: str, force: bool, path: Path
+                     ) -> FoundBlock:
     from dataclasses import replace
-    return replace(block, activation=language_activation(activation, block.gate is not None,
-                                                         block.where))
+
+    asked = language_activation(activation, block.gate is not None, f"{path}: {block.where}")
+    if block.activation and asked != block.activation and not force:
+        contradicts(f"{path}: {block.where}", activation, asked,
+                    f"the graph, which computes {block.activation}")
+    return replace(block, activation=asked)

@@ -48,7 +48,8 @@ class FoundBlock:
     ⊙ (up·x + up_bias)), whose residual is x ↦ x + MLP(x).
 
     name: a block name valid in the language (e.g. `h0_mlp`); where: the sublayer's place in
-    the checkpoint (`transformer.h.0.mlp`, or an ONNX node path); activation: a language
+    the checkpoint (`transformer.h.0.mlp`; in an ONNX model what its weights' names share,
+    or `UP → DOWN`, the weights' names, never node names); activation: a language
     activation name (`gelu_tanh`, `swiglu`, ...) or "" when none is known yet (scan then
     asks for `--activation`); up: m×d after its transpose; down: d×m after its transpose."""
 

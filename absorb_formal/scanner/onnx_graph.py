@@ -1,26 +1,27 @@
 """Find the MLP sublayers of an ONNX model by graph pattern.
 
-The pattern: a linear layer (MatMul with an initializer weight, then an Add of an
-initializer bias; or Gemm), an activation subgraph, a second linear layer:
+The pattern: a linear layer (MatMul with a stored weight, then an Add of a stored bias; or
+Gemm), an activation subgraph, a second linear layer:
 
     x → MatMul(W1) → Add(b1) → σ → MatMul(W2) → Add(b2)
 
 or gated: σ(linear_gate(x)) ⊙ linear_up(x) → linear_down (swiglu, geglu, reglu, glu).
-Identity nodes are followed everywhere; a Transpose of an initializer weight is read as the
-transposed initializer. Weights of MatMul(x, W) are stored in×out, so `up` is W with `.T`;
-Gemm's transB says which way its B is stored.
+A stored tensor is an initializer or a Constant node's value (exporters write both; a
+Constant's tensor is loaded by its output name). Identity nodes are followed everywhere; a
+Transpose of a stored weight is read as the transposed tensor. Weights of MatMul(x, W) are
+stored in×out, so `up` is W with `.T`; Gemm's transB says which way its B is stored.
 
 The activation subgraph is read as an expression in the pre-activation and scalar
 constants, whose values are read exactly (`language.onnx_file`), and recognised as:
 relu; gelu (x·½·(1 + erf(x/√2)) in any order and grouping, x/√2 as a Div by √2 or a Mul by
 1/√2; or the Gelu op); gelu_tanh (x·½·(1 + tanh(√(2/π)(x + 0.044715x³))), the cube as Pow
 or as products, the constants apart or folded; or Gelu with approximate="tanh"); silu
-(x·Sigmoid(x)); tanh; sigmoid; leaky_relu(α) (LeakyRelu, α the exact value of its float32
-attribute); the com.microsoft Gelu and FastGelu ops without a bias input. ½ and 1 must be
-exact; √2, 1/√2, √(2/π) and 0.044715 must
-each be within one unit in the last place of its own float format of the true value (the
-exporter's rounding of it). Anything else — a subgraph that merely looks alike — is
-skipped with the reason.
+(x·Sigmoid(c·x) with c = 1 exactly: a Mul by 1.0 is no change); tanh; sigmoid;
+leaky_relu(α) (LeakyRelu, α the exact value of its float32 attribute); the com.microsoft
+Gelu and FastGelu ops without a bias input. ½ and 1 must be exact; √2, 1/√2, √(2/π) and
+0.044715 must each be within one unit in the last place of its own float format of the
+true value (the exporter's rounding of it). Anything else — a subgraph that merely looks
+alike — is skipped with the reason.
 
 Scan asks whether a skip could be absorbed, so each MLP is a sublayer with an identity
 skip; a block whose output is not seen feeding an Add (a residual) says so in its notes.
@@ -40,7 +41,8 @@ import numpy as np
 from .. import exactarray
 from ..language import onnx_file
 from ..language.arrays import Loaded
-from .found import FoundBlock, ScanError, Skipped, TensorRef
+from .found import FoundBlock, FoundNorm, ScanError, Skipped, TensorRef
+from .onnx_norms import Norms
 
 # π to 40 digits, as an interval (the gelu_tanh constant √(2/π) is tested against it)
 PI_LO = Fraction(31415926535897932384626433832795028841, 10**37)
@@ -280,12 +282,19 @@ def _silu(e: Expr) -> str:
     if not _others_one(nums, []):
         raise Mismatch(f"a sigmoid subgraph c·x·sigmoid(x) with c ≠ 1 "
                        f"({', '.join(show(n) for n in nums)}): not silu")
-    argument = sig[0].args[0]
-    if not isinstance(argument, Leaf):
-        scale = [p for p in factors(argument) if isinstance(p, Num)]
-        raise Mismatch(f"x·sigmoid(β·x) with β from {', '.join(show(n) for n in scale) or '?'}"
-                       ": not silu (β = 1)")
-    return "silu"
+    argument = factors(sig[0].args[0])
+    scale = [p for p in argument if isinstance(p, Num)]
+    if len(argument) != len(scale) + 1 or not any(isinstance(p, Leaf) for p in argument):
+        raise Mismatch("a sigmoid subgraph x·sigmoid(...) whose sigmoid argument is not c·x: "
+                       "not silu")
+    c = Fraction(1)
+    for n in scale:
+        c *= n.value
+    if c != 1:  # x·sigmoid(1.702x) (quick gelu), swish with β ≠ 1
+        raise Mismatch(f"x·sigmoid(c·x) with c = {float(c):.9g} "
+                       f"(from {', '.join(repr(n.const.name) for n in scale)}) is not an "
+                       "activation the language has exactly (silu needs c = 1)")
+    return "silu"  # c = 1 exactly: x·sigmoid(x)
 
 
 # ---- the graph --------------------------------------------------------------------------------
@@ -323,6 +332,13 @@ class Graph:
                 self.consumers.setdefault(name, []).append(node)
         self.inputs = {i.name for i in graph.input}
         self.initializers = self.index.initializers
+        self._norms: Norms | None = None
+
+    def norms(self) -> Norms:
+        """The graph's norms (found once, when a sublayer first asks)."""
+        if self._norms is None:
+            self._norms = Norms(self)
+        return self._norms
 
     # -- values -------------------------------------------------------------------------
 
@@ -378,6 +394,14 @@ class Graph:
                 return Const(Fraction(items[0]), bits, value)
         raise Mismatch(f"a Constant node {value!r} of a kind that is not read")
 
+    def scalar(self, value: str) -> Fraction | None:
+        """The exact value of a scalar constant, None when the value is none."""
+        try:
+            const = self.constant(value)
+        except Mismatch:
+            return None
+        return None if const is None else const.value
+
     def _tensor_const(self, tensor: Any, name: str) -> Const:
         count = 1
         for n in tensor.dims:
@@ -386,7 +410,7 @@ class Graph:
             raise Mismatch(f"a constant {name!r} of {count} values in an activation: not an "
                            "elementwise scalar")
         try:
-            bits, kind = onnx_file.tensor_bits(tensor, self.index)
+            bits, kind = onnx_file.tensor_bits(tensor, self.index, name)
         except onnx_file.OnnxError as error:
             raise Mismatch(f"a constant that cannot be read exactly: {error}") from None
         values = Loaded(bits.reshape(1, 1), kind).array()
@@ -408,17 +432,32 @@ class Graph:
             if perm and perm[0] != [1, 0]:
                 return None
             flipped, value = not flipped, node.input[0]
-        if value in self.initializers and len(self.initializers[value].dims) == 2:
+        tensor = self.stored(value)
+        if tensor is not None and len(tensor.dims) == 2:
             return value, flipped
         return None
 
+    def stored(self, value: str) -> Any:
+        """The tensor stored under a value's name (an initializer, or a Constant node's
+        value, as `load` reads it), or None when the value is computed."""
+        value = self.source(value)
+        if value in self.initializers:
+            return self.initializers[value]
+        node = self.producer.get(value)
+        if node is None or node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            return None
+        try:
+            return onnx_file.constant_tensor(node, self.file)
+        except onnx_file.OnnxError:
+            return None
+
     def dims(self, name: str) -> list[int]:
-        return [int(n) for n in self.initializers[name].dims]
+        return [int(n) for n in self.stored(name).dims]
 
     # -- linear layers ---------------------------------------------------------------------
 
     def linear_node(self, node: Any) -> Linear | None:
-        """A MatMul(x, W) or Gemm(x, W, C) node with an initializer weight, before any Add."""
+        """A MatMul(x, W) or Gemm(x, W, C) node with a stored weight, before any Add."""
         if node.domain not in ("", "ai.onnx") or node.op_type not in ("MatMul", "Gemm"):
             return None
         if len(node.input) < 2:
@@ -428,8 +467,11 @@ class Graph:
             source = self.producer.get(self.source(node.input[1]))
             if found is None and source is not None and source.op_type == "Constant" \
                     and not self.constant_like(node.input[0]):
-                raise Mismatch(f"a {node.op_type} whose weight is a Constant node, not an "
-                               "initializer: load(...) reads initializers only")
+                try:
+                    onnx_file.constant_tensor(source, self.file)
+                except onnx_file.OnnxError as error:  # sparse, several attributes, ...
+                    raise Mismatch(f"a {node.op_type} whose weight is not read: "
+                                   f"{error}") from None
             return None
         name, flipped = found
         rows, cols = self.dims(name)
@@ -460,17 +502,14 @@ class Graph:
 
     def bias(self, value: str, length: int) -> TensorRef:
         value = self.source(value)
-        if value not in self.initializers:
+        if self.stored(value) is None:
             what = self.producer[value].op_type if value in self.producer else "graph input"
-            raise Mismatch(f"a bias {value!r} that is a {what}, not an initializer: load(...) "
-                           "reads initializers")
-        dims = self.dims_any(value)
+            raise Mismatch(f"a bias {value!r} that is a {what}, not a stored tensor: load(...) "
+                           "reads initializers and Constant nodes")
+        dims = self.dims(value)
         if dims not in ([length], [1, length]):
             raise Mismatch(f"a bias {value!r} of shape {dims}, not [{length}]")
         return TensorRef(self.file, value)
-
-    def dims_any(self, name: str) -> list[int]:
-        return [int(n) for n in self.initializers[name].dims]
 
     def with_bias(self, linear: Linear) -> Linear:
         """The linear layer extended by an Add of a bias vector that follows it (if one)."""
@@ -636,6 +675,9 @@ def find_blocks(path: Path) -> tuple[list[FoundBlock], list[Skipped]]:
         if block is not None:
             found.append(block[0])
             used.update(block[1])
+    # a layer tried as a second layer and passed over may be the first layer of a block
+    # found later: a block is listed once, as found
+    skipped = [s for s in skipped if s.where not in used]
     for i, node in enumerate(graph.nodes):
         where = _where(node, i)
         if where in used or where in mentioned:
@@ -686,19 +728,21 @@ def _block(graph: Graph, down: Linear, count: int, names: set[str]
                 if ref.key in graph.inputs:
                     notes.append(f"initializer {ref.key!r} is also a graph input (a default "
                                  "that a runtime may override); its stored value is read")
-    if not _residual(graph, down.output):
+    norm, why = graph.norms().beside(up.input, down.output, d, graph.file)
+    if why:  # a norm it cannot place: the sublayer is not decided, never taken as bare
+        notes.append(why)
+        norm = FoundNorm("", "unknown", "", source=why)
+    if not _residual(graph, down.output) and (norm is None or norm.placement != "sandwich"):
         notes.append("no residual Add around it was seen: decided as a sublayer with an "
                      "identity skip")
     if activation in ("gelu", "gelu_tanh", "geglu") and gated is None:
         notes.append(f"activation read as {activation} from its subgraph's constants")
-    name = _name(up.weight.key, down.weight.key, count, names)
+    name, where = _name(_tensor_name(up), _tensor_name(down), count, names)
     nodes = [n for layer in [up, down] + ([gate] if gate else []) for n in layer.nodes]
-    where = (f"{_where(up.node, graph.nodes.index(up.node))} → "
-             f"{_where(down.node, graph.nodes.index(down.node))}")
     block = FoundBlock(name=name, where=where, activation=activation, dim=d, width=m,
                        up=up.weight, down=down.weight, gate=gate.weight if gate else None,
                        up_bias=up.bias, gate_bias=gate.bias if gate else None,
-                       down_bias=down.bias, notes=tuple(notes))
+                       down_bias=down.bias, notes=tuple(notes), norm=norm)
     return block, [_where(n, graph.nodes.index(n)) for n in nodes]
 
 
@@ -725,10 +769,9 @@ def _gated(graph: Graph, value: str) -> tuple[str, Linear, Linear] | None:
 
 def _loadable(graph: Graph, key: str) -> None:
     try:
-        onnx_file.tensor_of(graph.index, key)
+        tensor = onnx_file.tensor_of(graph.index, key)
     except onnx_file.OnnxError as error:
         raise Mismatch(str(error)) from None
-    tensor = graph.initializers[key]
     if tensor.data_type not in onnx_file.DTYPES:
         raise Mismatch(f"initializer {key!r} has {onnx_file.type_name(tensor.data_type)}, "
                        "not a number type load(...) reads")
@@ -740,19 +783,40 @@ def _residual(graph: Graph, output: str) -> bool:
                for user in graph.users(output))
 
 
-def _name(up: str, down: str, count: int, taken: set[str]) -> str:
-    """A block name from the weights' common leading components (`h.0.mlp.c_fc.weight`,
-    `h.0.mlp.c_proj.weight` → `h_0_mlp`), else `mlpN`."""
+TENSOR_SUFFIXES = {"weight", "bias", "w_0", "b_0", "w", "b", "kernel"}
+GENERATED = re.compile(r"onnx::.*|val_\d+")  # torch.onnx's names of tensors it made
+
+
+def _tensor_name(layer: Linear) -> str:
+    """The name a layer's tensors give it: its weight's, or its bias's when the weight has
+    only an exporter's generated name (`onnx::MatMul_123`, `val_4`: a pre-transposed
+    nn.Linear weight)."""
+    key = layer.weight.key
+    if GENERATED.fullmatch(key) and layer.bias is not None:
+        return layer.bias.key
+    return key
+
+
+def _name(up: str, down: str, count: int, taken: set[str]) -> tuple[str, str]:
+    """(block name, where) from the layers' tensor names, never from node names: their
+    common leading components (`h.0.mlp.c_fc.weight`, `h.0.mlp.c_proj.weight` → `h_0_mlp`,
+    `h.0.mlp`), else the up layer's own name without its `weight` (`linear_0.w_0` →
+    `linear_0`, where `linear_0.w_0 → linear_1.w_0`); `mlpN` when that is a generated
+    name."""
     a, b = re.split(r"[./]", up), re.split(r"[./]", down)
     common = 0
     while common < min(len(a), len(b)) - 1 and a[common] == b[common]:
         common += 1
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(a[:common])).strip("_")
-    if not name or name.startswith("onnx") or name[0].isdigit():
+    if common:
+        parts, where = a[:common], ".".join(a[:common])
+    else:
+        parts, where = a[:-1] if len(a) > 1 and a[-1] in TENSOR_SUFFIXES else a, f"{up} → {down}"
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", "_".join(parts)).strip("_")
+    if not name or GENERATED.fullmatch(up) or name.startswith("onnx") or name[0].isdigit():
         name = f"mlp{count}"
     if name in KEYWORDS:
         name += "_mlp"
     base, n = name, 2
     while name in taken:
         name, n = f"{base}_{n}", n + 1
-    return name
+    return name, where

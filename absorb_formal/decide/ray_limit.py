@@ -1,0 +1,227 @@
+"""Pre-norm and sandwich sublayers: the ray limit and the gated Jacobian (docs/rules.md,
+"Normalised sublayers", §10.2).
+
+The search is numeric (float64): it looks for a point x0 and a direction w at which the
+branch's limit along rays, `F ∘ N∞` (sandwich: `N₂ ∘ F ∘ N∞`), has a clearly non-zero
+derivative. Nothing it computes is trusted: each candidate is confirmed by the checker's
+own exact and ball-arithmetic test (`checker/ray_limit.py`) before it is returned.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..checker import ray_limit as kernel
+from ..model import Block, Matrix, Norm
+from .decision import Decision, undecided
+
+METHOD = "§10.2 ray limit"
+GATED_METHOD = "§10.2 gated pre-norm Jacobian"
+UNGATED = ("relu", "leaky_relu", "relu_pow", "gelu", "gelu_tanh", "silu")
+GATED = ("silu", "gelu", "relu")  # swiglu, geglu, reglu
+TRIES = 24
+CONFIRMS = 4
+
+
+def gated_rule_applies(block: Block) -> bool:
+    """σ gated with σ(0) = 0, RMSNorm (ε > 0) before the FFN and after it, no biases, S ≠ 0."""
+    norm = block.norm
+    return (norm is not None and norm.placement in ("pre", "sandwich")
+            and block.activation.gated and block.activation.scalar.kind in GATED
+            and not block.biased and block.depth == 1 and not block.skip.is_zero
+            and all(n.kind == "rmsnorm" and n.eps > 0 for n in norm.norms))
+
+
+def gated(block: Block) -> Decision:
+    return Decision(False, GATED_METHOD, {"kind": kernel.GATED_KIND},
+                    detail="its Jacobian at 0 is S; a bias-free plain gated stack's is 0")
+
+
+def covered(block: Block) -> str:
+    """Why the ray limit does not apply ("" when it may)."""
+    norm = block.norm
+    assert norm is not None
+    act = block.activation
+    if block.depth != 1:
+        return "a norm clause is decided for depth 1"
+    if act.gated and act.scalar.kind not in GATED:
+        return f"no ray-limit rule for gated σ = {act.name} (swiglu, geglu, reglu)"
+    if not act.gated and act.scalar.kind not in UNGATED:
+        return (f"no ray-limit rule for σ = {act.name} (relu, leaky_relu, relu^k, gelu, "
+                "gelu_tanh, silu)")
+    first = norm.norms[0]
+    if block.dim < (3 if first.kind == "layernorm" else 2):
+        return (f"a {first.kind} of dim {block.dim} takes finitely many values along rays "
+                "(N∞ is locally constant), so no ray-limit point exists; not decided")
+    for n in norm.norms:
+        if n.eps == 0:
+            return "ε = 0 is not covered (docs/rules.md, normalised sublayers)"
+        if n.gamma is not None and any(g == 0 for g in n.gamma):
+            return "γ has a zero entry: not covered"
+    return ""
+
+
+def decide(block: Block) -> Decision:
+    """Not absorbable at any width, by a confirmed ray-limit point; or undecided, with why."""
+    why = covered(block)
+    if why:
+        return undecided(why)
+    assert block.layers is not None and block.norm is not None
+    data = _Floats(block)
+    layer = _checker_layer(block)
+    json = _checker_block(block)
+    rng = np.random.default_rng(20261204)
+    confirmed = 0
+    for _ in range(TRIES):
+        x0, w = _candidate(block.norm.norms[0], block.dim, rng)
+        outputs = data.outputs(x0, w, block.norm)
+        if outputs is None:
+            continue
+        cert = {"kind": kernel.KIND, "x0": [str(v) for v in x0], "w": [str(v) for v in w],
+                "outputs": outputs}
+        confirmed += 1
+        try:
+            kernel.check(json, layer, cert)
+        except kernel.Invalid:
+            if confirmed >= CONFIRMS:
+                break
+            continue
+        return Decision(False, METHOD, cert, detail="the branch's limit along rays moves at "
+                                                    "x0: no plain stack of any depth")
+    return undecided("no point found where the branch's limit along rays moves (docs/rules.md,"
+                     " §10.2: a relu branch may be constant on the norm's image, e.g. dead "
+                     "neurons): not decided")
+
+
+def _candidate(first: Norm, d: int, rng: np.random.Generator
+               ) -> tuple[list[Fraction], list[Fraction]]:
+    """x0 with small integer entries in Ω, and an integer w ⊥ y0 (and ⊥ 1 for LayerNorm)."""
+    while True:
+        x0 = [Fraction(int(v)) for v in rng.integers(-4, 5, size=d)]
+        y0 = kernel.centred({"kind": first.kind}, x0)
+        if any(y0):
+            break
+    raw = [Fraction(int(v)) for v in rng.integers(-4, 5, size=d)]
+    w = kernel.centred({"kind": first.kind}, raw)
+    norm2 = sum((v * v for v in y0), Fraction(0))
+    along = sum((a * b for a, b in zip(w, y0, strict=True)), Fraction(0)) / norm2
+    w = [a - along * b for a, b in zip(w, y0, strict=True)]
+    den = math.lcm(*(v.denominator for v in w))
+    return x0, [v * den for v in w]
+
+
+class _Floats:
+    """The block's FFN in float64, for the search only."""
+
+    def __init__(self, block: Block):
+        layer = block.layers[0]  # type: ignore[index]
+        self.act = block.activation
+        self.up = layer.up.floats
+        self.down = layer.down.floats
+        self.gate = None if layer.gate is None else layer.gate.floats
+        m = block.width
+        self.b = _floats(layer.up_bias, m)
+        self.g = _floats(layer.gate_bias, m)
+
+    def outputs(self, x0: list[Fraction], w: list[Fraction], norm: Any) -> list[int] | None:
+        """The output coordinate(s) where the derivative is clearly non-zero, or None."""
+        first = norm.norms[0]
+        d = len(x0)
+        x = np.array([float(v) for v in x0])
+        y = x - x.mean() if first.kind == "layernorm" else x
+        gamma = _floats(first.gamma, d, 1.0)
+        beta = _floats(first.beta, d)
+        rho = math.sqrt(float((y * y).sum()) / d)
+        n_inf = gamma * y / rho + beta
+        direction = gamma * np.array([float(v) for v in w]) / rho
+        z = self.up @ n_inf + self.b
+        kind = self.act.scalar.kind
+        scaled = self.up * gamma
+        moving = (np.ptp(scaled, axis=1) if first.kind == "layernorm"
+                  else np.abs(scaled).max(axis=1)) != 0  # a constant pre-activation: no kink
+        if self.gate is None:
+            near = np.abs(z[moving]) < 1e-9 * (1 + np.abs(z).max())
+            if kind in ("relu", "leaky_relu") and bool(near.any()):
+                return None
+            g = self.down @ (_slope(kind, z, self.act) * (self.up @ direction))
+        else:
+            zg = self.gate @ n_inf + self.g
+            if kind == "relu" and np.min(np.abs(zg)) < 1e-9 * (1 + np.abs(zg).max()):
+                return None
+            g = self.down @ (_slope(kind, zg, self.act) * (self.gate @ direction) * z
+                             + _value(kind, zg) * (self.up @ direction))
+        scale = float(np.abs(self.down).sum(axis=1).max()) * (1 + float(np.abs(z).max()))
+        if norm.placement == "sandwich" and norm.norms[1].kind == "layernorm":
+            i, k = int(np.argmax(g)), int(np.argmin(g))
+            return [i, k] if g[i] - g[k] > 1e-8 * scale else None
+        i = int(np.argmax(np.abs(g)))
+        return [i] if abs(g[i]) > 1e-8 * scale else None
+
+
+def _floats(v: Any, n: int, fill: float = 0.0) -> np.ndarray:
+    return np.full(n, fill) if v is None else np.array([float(x) for x in v])
+
+
+def _slope(kind: str, z: np.ndarray, act: Any) -> np.ndarray:
+    if kind == "relu":
+        return (z > 0).astype(float)
+    if kind == "leaky_relu":
+        return np.where(z > 0, 1.0, float(act.scalar.param))
+    if kind == "relu_pow":
+        k = act.scalar.power
+        return k * np.maximum(z, 0) ** (k - 1)
+    if kind == "gelu":
+        erf = np.vectorize(math.erf)
+        return 0.5 * (1 + erf(z / math.sqrt(2))) + z * np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    if kind == "gelu_tanh":
+        k, c = math.sqrt(2 / math.pi), 0.044715
+        t = np.tanh(k * (z + c * z ** 3))
+        return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * k * (1 + 3 * c * z * z)
+    s = 1 / (1 + np.exp(-z))  # silu
+    return s * (1 + z * (1 - s))
+
+
+def _value(kind: str, z: np.ndarray) -> np.ndarray:
+    if kind == "relu":
+        return np.maximum(z, 0)
+    if kind == "gelu":
+        erf = np.vectorize(math.erf)
+        return 0.5 * z * (1 + erf(z / math.sqrt(2)))
+    return z / (1 + np.exp(-z))  # silu
+
+
+EXACT_FLOATS = (np.float16, np.float32, np.float64)
+
+
+def exact_view(matrix: Matrix) -> Any:
+    """A matrix as the kernel reads it exactly: a float64 array when the loaded values are
+    binary floats (widening is exact), else its exact entries as strings."""
+    loaded = matrix.loaded
+    if loaded is not None and (loaded.dtype in EXACT_FLOATS or loaded.dtype.name == "bfloat16"):
+        return loaded.astype(np.float64)
+    return [[str(v) for v in row] for row in matrix.rows]
+
+
+def _checker_layer(block: Block) -> dict[str, Any]:
+    layer = block.layers[0]  # type: ignore[index]
+    out: dict[str, Any] = {"up": exact_view(layer.up), "down": exact_view(layer.down)}
+    if layer.gate is not None:
+        out["gate"] = exact_view(layer.gate)
+    for name in ("up_bias", "gate_bias"):
+        value = getattr(layer, name)
+        if value is not None:
+            out[name] = [str(v) for v in value]
+    return out
+
+
+def _checker_block(block: Block) -> dict[str, Any]:
+    from ..proofs import activation_json, norm_json
+
+    assert block.norm is not None
+    return {"dim": block.dim, "width": block.width, "depth": block.depth,
+            "activation": activation_json(block), "norm": norm_json(block.norm),
+            "skip": {"scale": "0"}, "layers": None, **({"bias": True} if block.biased else {})}
