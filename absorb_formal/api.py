@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from . import budget, progress
 from .decide import decide
 from .language import SpecError
-from .model import Spec, Statement
+from .model import Block, Spec, Statement
 from .paths import collect, relative_name
 from .report import Entry, FileReport
 from .result import ERROR, Result, unknown
@@ -91,6 +91,18 @@ class StatementResult:
         return cls(entry.statement.pos.line, entry.statement.statement, entry.kind,
                    entry.statement.block, r.outcome, r.verdict, r.method, r.reason,
                    r.certificate, r.min_width, entry.seconds, dict(r.extra))
+
+
+def equal_blocks(left: Block, right: Block) -> tuple[bool | None, dict[str, Any] | None, str]:
+    """`claim left equals right` for two blocks of a loaded spec (`spec.blocks[name]`), e.g.
+    a block and the plain block `absorb-prove export` wrote for it: (True or False with its
+    certificate, "") when decided, (None, None, reason) when not. Blocks beyond the exact-work
+    limit, GPT-2 size included, are compared by canonical forms in exact integers
+    (docs/rules.md, "Equality at scale"); the certificate is the `certificate` of the
+    document `absorb-prove --certificates` would store for the claim."""
+    from .decide.equivalence import equal_blocks as decide_equal
+
+    return decide_equal(left, right)
 
 
 def is_path(source: str | Path) -> bool:

@@ -19,6 +19,7 @@ from . import (
     forms,
     generic,
     half,
+    integer_forms,
     lemmas,
     modular,
     ray_limit,
@@ -48,7 +49,7 @@ class Invalid(Exception):
 
 # every checker module's "this does not hold"
 INVALID = (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
-           half.Invalid, symbolic.Invalid, ray_limit.Invalid)
+           half.Invalid, symbolic.Invalid, ray_limit.Invalid, integer_forms.Invalid)
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,8 @@ def _verify(doc: Any, weights: dict[str, modular.Layers]) -> Verdict:
         truth = family_truth(block, claim["modality"], width, certificate)
         require(truth == proved, f"the certificate shows '{claim['modality']}' is {truth}")
     elif kind == "equals":
-        equal = equality(block, doc["blocks"][claim["other"]], certificate)
+        equal = equality(block, doc["blocks"][claim["other"]], certificate,
+                         weights.get(claim["block"]), weights.get(claim["other"]))
         require(equal == proved, f"the certificate shows equality is {equal}")
     elif kind == "min_width":
         value = min_width(block, certificate, weights.get(claim["block"]))
@@ -241,8 +243,8 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
         return certificate.get("check") in ("canonical forms equal", spare.CHECK,
                                             unique_subset.CHECK, doubles.CHECK,
                                             "linear maps equal", STACK_CHECK)
-    return kind in ("subset search", "canonical forms", "linear rank", half.KIND) \
-        + LARGE_REFUTATIONS
+    return kind in ("subset search", "canonical forms", "linear rank", half.KIND,
+                    integer_forms.KIND) + LARGE_REFUTATIONS
 
 
 ITSELF_CHECK = "the block itself (skip none), zero-padded"
@@ -629,6 +631,18 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
         raise Invalid(str(error)) from error
 
 
+def _one_layer(block: dict[str, Any], layers: modular.Layers | None) -> dict[str, Any]:
+    """A depth-1 block's layer: embedded (strings), else as read from the named files."""
+    if isinstance(block["layers"], list):
+        require(len(block["layers"]) == 1, "a depth-1 block has one layer")
+        return block["layers"][0]
+    require(layers is not None and len(layers) == 1,
+            "the block's weights are not embedded: the checker reads them from the files the "
+            "certificate names (absorb-prove check)")
+    assert layers is not None
+    return layers[0]
+
+
 def _embedded(block: dict[str, Any]) -> modular.Layers:
     """The embedded weights of a block, read like a spec's literal matrices."""
     from .reading import Rational
@@ -963,10 +977,16 @@ def min_width(block: dict[str, Any], cert: dict[str, Any],
     return value
 
 
-def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any]) -> bool:
-    require(cert.get("kind") == "canonical forms", "equality needs canonical forms")
+def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any],
+             layers_l: modular.Layers | None = None,
+             layers_r: modular.Layers | None = None) -> bool:
+    require(cert.get("kind") in ("canonical forms", integer_forms.KIND),
+            "equality needs canonical forms")
     require(left["depth"] == right["depth"] == 1, "canonical forms decide depth 1 only")
     fam_l, fam_r = _family(left), _family(right)
+    if cert["kind"] == integer_forms.KIND:  # any size: the weights read here, as integers
+        return integer_forms.check(left, right, _one_layer(left, layers_l),
+                                   _one_layer(right, layers_r), (fam_l, fam_r), cert)
     biased = bool(left.get("bias") or right.get("bias"))  # §8.1: bias-free = zero biases
     form_l = forms.form(fam_l, left["dim"], exact.skip_rows(left), left["layers"][0], biased,
                         left["activation"])

@@ -9,7 +9,7 @@ from typing import Any
 from .. import budget
 from ..model import Block, Claim, Query, Spec, Statement
 from ..result import DECIDED, ERROR, PROVED, REFUTED, UNKNOWN, Result, unknown
-from . import concrete, equivalence, families
+from . import concrete, equivalence, families, integer_forms
 from .decision import Decision
 
 ENGINES = ("theory", "generic", "both")
@@ -112,15 +112,14 @@ def _claim(decision: Decision, expected: bool, holds: str, fails: str) -> Result
 
 
 def _equals(left: Block, right: Block) -> Result:
-    large = concrete.too_large(left) or concrete.too_large(right)
-    if large:
-        return unknown(large)
-    found = equivalence.decide(left, right)
-    if found.equal is None:
-        return unknown(found.reason)
-    verdict = "equal as functions" if found.equal else "different functions"
-    return Result(PROVED if found.equal else REFUTED, verdict, equivalence.METHOD,
-                  certificate=found.certificate)
+    equal, certificate, reason = equivalence.equal_blocks(left, right)
+    if equal is None:
+        return unknown(reason)
+    verdict = "equal as functions" if equal else "different functions"
+    assert certificate is not None
+    method = (integer_forms.METHOD if certificate["kind"] == integer_forms.KIND
+              else equivalence.METHOD)
+    return Result(PROVED if equal else REFUTED, verdict, method, certificate=certificate)
 
 
 def _minimal(block: Block, engine: str, known: tuple[int, bool] | None = None,

@@ -32,6 +32,20 @@ class Equality:
     reason: str = ""
 
 
+def equal_blocks(left: Block, right: Block) -> tuple[bool | None, dict[str, Any] | None, str]:
+    """`claim left equals right`: (equal, certificate, reason); None with a reason when
+    undecided. Blocks within the exact-work limit (`concrete.MAX_EXACT_WEIGHTS`) are compared
+    by `decide` (the forms written out in the certificate); beyond it, where a certificate
+    names the weight files instead of embedding the weights, by `integer_forms.decide`
+    (exact integers; the checker recomputes the forms from its own reading of the files)."""
+    from .concrete import too_large
+    from .integer_forms import decide as decide_integer
+
+    large = any(block.is_concrete and too_large(block) for block in (left, right))
+    found = decide_integer(left, right) if large else decide(left, right)
+    return found.equal, found.certificate, found.reason
+
+
 def _form(block: Block, biased: bool) -> tuple[CanonicalForm | None, linalg.Rows | None]:
     """(ridge canonical form, None) or (None, Λ) for a linear block, or (None, None).
     `biased`: the §8.1 form (a bias-free block read with zero biases)."""
