@@ -341,9 +341,22 @@ def construction_arrays(block: Block, dtype: str, certificate: dict[str, Any] | 
                         ) -> dict[str, Rounded]:
     """A large block's construction (`certificate`'s; None: `large.construction`'s), rounded:
     its own arrays as arrays (no Fraction per weight), then the neurons `large.added_neurons`
-    adds, exactly rounded. Doubles also replace some own down columns and the down bias."""
+    adds, exactly rounded. Doubles also replace some own down columns and the down bias;
+    their weights are rounded from enclosures of the exact ones (`enclosed_doubles`: the
+    same bits, without the exact inverse); large.TooWide when that cannot settle them."""
     assert block.layers is not None
-    layer, added = block.layers[0], large.added_neurons(block, certificate)
+    layer = block.layers[0]
+    added: dict[str, Any]
+    if certificate is not None and certificate.get("check") == large.DOUBLES:
+        from .enclosed_doubles import Unsettled, rounded_doubles
+
+        try:
+            added = rounded_doubles(block, [int(i) for i in certificate["neurons"]], dtype)
+        except Unsettled as error:
+            raise large.TooWide(str(error)) from None
+    else:
+        added = {name: round_values(v.ravel().tolist(), v.shape, dtype)
+                 for name, v in large.added_neurons(block, certificate).items()}
     out: dict[str, Rounded] = {}
     for name in FIELDS:
         own = getattr(layer, name)
@@ -352,28 +365,26 @@ def construction_arrays(block: Block, dtype: str, certificate: dict[str, Any] | 
         if own is None:  # not reached by the constructions (biases exist on both sides)
             own = (Fraction(0),) * block.width
         if name == "down_bias" and name in added:  # doubles: the constant moved into it
-            out[name] = round_values(added[name].tolist(), added[name].shape, dtype)
+            out[name] = added[name]
             continue
         parts = [_own_down(own, added, dtype) if name == "down" and "columns" in added
                  else round_matrix(own, dtype) if isinstance(own, Matrix)
                  else round_values(list(own), (len(own),), dtype)]
         if name in added:
-            extra = added[name]
-            parts.append(round_values(extra.ravel().tolist(), extra.shape, dtype))
+            parts.append(added[name])
         axis = 1 if name == "down" else 0
         out[name] = Rounded(np.concatenate([r.values for r in parts], axis=axis),
                             max(r.max_rel_error for r in parts))
     return out
 
 
-def _own_down(own: Matrix, added: dict[str, np.ndarray], dtype: str) -> Rounded:
-    """The own down columns, those that doubles changed replaced by added["own_down"]: the
-    others rounded as an array, the changed ones from their exact values."""
+def _own_down(own: Matrix, added: dict[str, Any], dtype: str) -> Rounded:
+    """The own down columns, those that doubles changed replaced by added["own_down"]
+    (rounded): the others rounded as an array."""
     d, m = own.shape
     changed = added["columns"]
     keep = np.setdiff1d(np.arange(m), changed)
-    new = added["own_down"]
-    fresh = round_values(new.ravel().tolist(), new.shape, dtype)
+    fresh = added["own_down"]
     out = np.empty((d, m), dtype=fresh.values.dtype)
     out[:, changed] = fresh.values
     error = fresh.max_rel_error
