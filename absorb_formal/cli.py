@@ -376,6 +376,10 @@ def build_export_parser() -> argparse.ArgumentParser:
                              "epsilons of --dtype: " + ", ".join(
                                  f"{d} {export.default_max_error(d):.3g}" for d in export.DTYPES)
                              + "); beyond it nothing is written, exit 2")
+    parser.add_argument("--prefer", choices=export.PREFER, default="width",
+                        help="when several exact constructions exist (doubles at m + d, spare "
+                             "pairs at m + 2d): the narrowest that passes --max-error "
+                             "(width, default) or the least error in the dtype (accuracy)")
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
                         help="as for deciding (default theory)")
@@ -396,7 +400,8 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         with budget.limit(args.timeout):
             record = export.export(args.spec, args.name, args.out, args.width, args.dtype,
-                                   args.force, args.points, args.engine, args.max_error)
+                                   args.force, args.points, args.engine, args.max_error,
+                                   args.prefer)
     except export.ExportError as error:
         print(f"absorb-prove export: error: {error}", file=stderr)
         return error.code
@@ -415,23 +420,12 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
           file=stdout)
     if "width_note" in record:
         print(f"  {record['width_note']}; --width W exports at another", file=stdout)
-    print(f"  max rounding error {record['max_rounding_rel_error']} (relative, entrywise); "
-          f"sample of {record['sample_points']} points: max error "
-          f"{_g(record['sample_max_abs_error'])} (relative "
-          f"{_g(record['sample_max_rel_error'])}, allowed "
-          f"{_g(record['sample_max_error_allowed'])})", file=stdout)
+    for line in export.summary(record):
+        print(f"  {line}", file=stdout)
     print(f"  certificate sha256 {record['certificate_sha256']}", file=stdout)
     print(f"# a spec beside {args.out.name} loads it back with:", file=stdout)
     print(export.load_snippet(record, args.out.name), file=stdout)
     return 0
-
-
-def _g(figure: str) -> str:
-    """A recorded figure (full precision, or "n/a") shown with 6 significant digits."""
-    try:
-        return f"{float(figure):.6g}"
-    except ValueError:
-        return figure
 
 
 def entry() -> None:

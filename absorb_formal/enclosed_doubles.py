@@ -103,7 +103,7 @@ def enclosures(block: Block, neurons: list[int]) -> dict[str, Any]:
             w = wt.transpose()
             out = {"down": w, "own_down": _arb_matrix(own).transpose() - w}
             if layer.down_bias is not None:
-                beta = _arb_matrix([[b] for b in (betas or [0] * len(neurons))])
+                beta = _arb_matrix([[b] for b in (betas or [Fraction(0)] * len(neurons))])
                 bias = _arb_matrix([[c] for c in layer.down_bias])
                 out["down_bias"] = bias + (w * beta) * _arb(2 * a)
             return out
