@@ -777,8 +777,9 @@ def choose(found: Witness, dtype: str, points: int | None, max_error: float,
         if prefer == "width":
             if _passes(figures, max_error):
                 break
-            passed.append(f"{label} is off by {_figure(figures, 'sample_max_rel_error'):.3g} "
-                          f"of the output, beyond the {max_error:.3g} allowed")
+            off = _figure(figures, "sample_max_rel_error")
+            passed.append(f"{label} is off by {off:.3g} of the output, beyond the "
+                          f"{max_error:.3g} allowed (--max-error {off * 1.1:.2g} accepts it)")
     if not made:
         hint = ""
         if found.construction == large.DOUBLES and not found.widen:

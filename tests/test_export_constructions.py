@@ -4,6 +4,7 @@ screen and in the file, a width change said on screen, and `--prefer width|accur
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -165,3 +166,45 @@ def test_prefer_must_be_width_or_accuracy(tmp_path, cli):
     run = cli("export", tmp_path / "big.mlp", "Big", "--out", tmp_path / "p.npz",
               "--prefer", "speed")
     assert run.code == 2 and "--prefer" in run.err and not (tmp_path / "p.npz").exists()
+
+
+def gpt2_checkpoint(folder: Path, scale: float) -> Path:
+    """One GPT-2-shaped sublayer (Conv1D layout, biases, gelu_new) with the weights of
+    `gelu_block(scale)`, in float32 safetensors."""
+    from .test_scan import _save
+
+    folder.mkdir()
+    gelu_block(folder, scale)
+    w = dict(np.load(folder / "w.npz"))
+    _save(folder / "model.safetensors", {
+        "transformer.wte.weight": np.ones((10, D), np.float32),
+        "transformer.h.0.mlp.c_fc.weight": w["up"].T.copy(),
+        "transformer.h.0.mlp.c_fc.bias": w["b"],
+        "transformer.h.0.mlp.c_proj.weight": w["down"].T.copy(),
+        "transformer.h.0.mlp.c_proj.bias": w["c"]})
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "gpt2", "n_embd": D, "n_inner": M, "activation_function": "gelu_new"}))
+    return folder
+
+
+@pytest.mark.parametrize("prefer", ["width", "accuracy"])
+def test_scan_export_writes_the_proved_width_and_says_what_it_chose(tmp_path, cli, prefer):
+    """scan --export: the sublayer's doubles at m + d (prefer width), or the spare pairs at
+    m + 2d (prefer accuracy: more accurate here), with its width, construction, errors and
+    weight growth on screen and in config.json."""
+    folder = gpt2_checkpoint(tmp_path / "g", 0.02)
+    run = cli("scan", folder, "--export", tmp_path / "plain", "--prefer", prefer)
+    assert run.code == 0, run.err
+    config = json.loads((tmp_path / "plain" / "config.json").read_text())
+    entry = config["absorb_formal"]
+    width, construction = ((M + D, large.DOUBLES) if prefer == "width"
+                           else (M + 2 * D, large.CONSTRUCTION))
+    assert config["n_inner"] == width and entry["prefer"] == prefer
+    errors = entry["errors"]["transformer.h.0.mlp"]
+    assert errors["construction"] == construction
+    assert f"transformer.h.0.mlp: width {width} ({construction})" in run.out
+    assert (f"largest |weight|: {float(errors['weight_max_abs_before']):.6g} before, "
+            f"{float(errors['weight_max_abs_after']):.6g} after") in run.out
+    if prefer == "accuracy":
+        note = entry["width_notes"]["transformer.h.0.mlp"]
+        assert f"instead of the proved {M + D}" in note and note in run.out

@@ -10,7 +10,7 @@ from typing import TextIO
 from .. import progress as bars
 from .. import proofs
 from ..api import DEFAULT_TIMEOUT
-from ..arguments import parse, seconds
+from ..arguments import nonnegative, parse, seconds
 from ..model import Claim
 from .found import ScanError
 from .run import BlockAnswer, ScanReport, scan, with_expectations
@@ -93,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write certificate documents (needs --write-spec)")
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="write the skip-free checkpoint to DIR")
+    parser.add_argument("--prefer", choices=("width", "accuracy"), default="width",
+                        help="--export: when several exact constructions exist, the narrowest "
+                             "within the error gate (width, default) or the least error in "
+                             "the checkpoint's dtype (accuracy)")
+    parser.add_argument("--max-error", type=nonnegative, metavar="REL",
+                        help="--export: the error gate, against each sublayer's output "
+                             "(default 16 machine epsilons of its dtype)")
     parser.add_argument("--activation", metavar="NAME", help="override config.json's")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
@@ -139,6 +146,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         if bar is not None:
             bar.close()
     files: dict[str, object] = {}
+    said: list[str] = []  # the export's lines: on screen, not only in config.json
     code = EXIT_INTERRUPTED if report.interrupted else _code(report.blocks)
     if not report.blocks and not report.interrupted:  # nothing decided: nothing to write
         print(f"absorb-prove scan: error: {args.path}: no MLP sublayer found (what was "
@@ -146,7 +154,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         code = EXIT_ERROR
     try:
         if code != EXIT_ERROR:
-            files.update(_write_files(report, args))
+            files.update(_write_files(report, args, said))
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         code = EXIT_ERROR
@@ -158,15 +166,21 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         print(json.dumps({**report.as_json(), **{k: files.get(k) for k in
                                                  ("spec", "certificates", "export")},
                           "exit_code": code}, indent=2), file=stdout)
+        for line in said:  # beside the one JSON document on stdout
+            print(line, file=stderr)
     else:
         print(table(report), file=stdout)
         for key, value in files.items():
             print(f"{key}: {value}", file=stdout)
+        for line in said:
+            print(line, file=stdout)
     return code
 
 
-def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, object]:
-    """The spec, certificates and skip-free checkpoint asked for (paths by key)."""
+def _write_files(report: ScanReport, args: argparse.Namespace, lines: list[str]
+                 ) -> dict[str, object]:
+    """The spec, certificates and skip-free checkpoint asked for (paths by key); `lines`
+    receives what the export says about each sublayer (`export_checkpoint`)."""
     files: dict[str, object] = {}
     if args.write_spec is not None and report.report is not None:
         files["spec"] = str(_write_spec(report, args.write_spec))
@@ -175,7 +189,8 @@ def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, obje
     if args.export is not None:
         from .export import export_checkpoint
 
-        files["export"] = str(export_checkpoint(report, args.export))
+        files["export"] = str(export_checkpoint(report, args.export, args.prefer,
+                                                args.max_error, lines))
     return files
 
 
