@@ -16,18 +16,22 @@ rounding) and writes the arrays under the language's field names, so that a spec
   initializers, the record as its metadata_props.
 
 The record (all values strings): format, spec, spec_sha256, block, activation, depth, dim,
-width (the exported hidden width), claim_width, statement, method, certificate_sha256 (of the
-canonical bytes, `proofs.encode`, of the certificate object that `absorb-prove --certificates`
-stores for the claim `NAME is absorbable at width W`), dtype, arrays, max_rounding_rel_error
-(max over entries of |rounded − exact| / |exact|, exact), sample_points, sample_max_abs_error
-and sample_max_rel_error (the block's float64 evaluation against the exported arrays'
-float64 evaluation over seeded sample points, the relative figure measured against the size of
-the terms summed as in the witness cross-check; "n/a" with the reason in sample_note when the
-block has no float64 image), sample_max_error_allowed (the gate: a larger relative figure
-writes nothing; default 16 machine epsilons of the dtype, `--max-error` sets it; the three
-error figures are written to full precision, `repr` of the float, and the gate compares them);
-width_note, only when no width was asked and the minimal width is only bounded: the proved
-bounds, and that the width exported is the least proved absorbable.
+width (the exported hidden width), claim_width, statement, method, construction (a large
+block's: own neurons + doubles / spare pairs / ...; else the decision's witness), prefer,
+certificate_sha256 (of the canonical bytes, `proofs.encode`, of the certificate object that
+`absorb-prove --certificates` stores for the claim `NAME is absorbable at width W`), dtype,
+arrays, max_rounding_rel_error (max over entries of |rounded − exact| / |exact|), the sample
+figures of `sample_error` (errors against the block's output at seeded standard-normal
+inputs, and the largest |weight| before and after; "n/a" with the reason in sample_note
+when the block has no float64 image), sample_max_error_allowed (the gate: a larger
+sample_max_rel_error writes nothing; default 16 machine epsilons of the dtype, `--max-error`
+sets it; the error figures are written to full precision, `repr` of the float, and the gate
+compares them); width_note, when the width was not asked or not the proved one: the proved
+bounds, and any construction passed over and why (`choose`).
+
+Entry points (`export`, `find_witness`, `alternatives`, `choose`, `built`, `sample_error`,
+`write_witness`) take a block and hand back arrays and figures, so that a later step (such
+as a normalisation wrapped around the sublayer) can be added between choosing and writing.
 
 This module is numeric output, not a deciding path: the verdict and the witness come from
 `decide`; rounding happens only here.

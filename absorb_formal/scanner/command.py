@@ -67,9 +67,13 @@ files:
                      proved equal to x + MLP(x), at its least proved width (all padded
                      to the largest, with zero neurons); tensor names and layout as in
                      the input, other tensors unchanged, config.json's width keys updated
-                     and an "absorb_formal" entry saying which sublayers lost their skip.
-                     Refused when some sublayer has no proved width. DIR must not exist
-                     or be empty.
+                     and an "absorb_formal" entry saying which sublayers lost their skip,
+                     with each one's construction, errors against its output and weight
+                     growth (also printed). A proved width whose construction misses the
+                     error gate (--max-error, default 16 machine epsilons of the dtype, of
+                     the output) gives way to a wider one, said on screen; --prefer
+                     accuracy takes the most accurate. Refused when some sublayer has no
+                     proved width, or none within the gate. DIR must not exist or be empty.
 
 exit codes:
   0  every sublayer decided at its own width (yes or no)
