@@ -80,14 +80,11 @@ def enclosures(block: Block, neurons: list[int]) -> dict[str, Any]:
     import flint
 
     assert block.layers is not None
-    layer, d = block.layers[0], block.dim
+    layer = block.layers[0]
     ridge_ = ridge(block.activation)
     assert ridge_ is not None
     a = Fraction(ridge_.a)
     ups = _rows_of(layer.up, neurons)
-    skip = [list(r) for r in block.skip.rows()]
-    scale = -1 / (2 * a)
-    target = [[Fraction(skip[r][c]) * scale for r in range(d)] for c in range(d)]  # −Sᵀ/(2a)
     own = _rows_of(Matrix(array=layer.down.loaded.T) if layer.down.loaded is not None
                    else Matrix([list(c) for c in zip(*layer.down.rows, strict=True)]),
                    neurons)  # k × d: the listed neurons' down columns
@@ -96,8 +93,9 @@ def enclosures(block: Block, neurons: list[int]) -> dict[str, Any]:
     try:
         for prec in PRECISIONS:
             flint.ctx.prec = prec
-            try:
-                wt = _arb_matrix(ups).transpose().solve(_arb_matrix(target))  # k × d: Wᵀ
+            try:  # U_Δᵀ Wᵀ = −Sᵀ/(2a)
+                target = _skip_transposed(block) * _arb(-1 / (2 * a))
+                wt = _arb_matrix(ups).transpose().solve(target)
             except ZeroDivisionError:  # not proved invertible at this precision
                 continue
             w = wt.transpose()
@@ -111,6 +109,21 @@ def enclosures(block: Block, neurons: list[int]) -> dict[str, Any]:
         flint.ctx.prec = saved
     raise Unsettled(f"Arb could not prove the {len(neurons)}×{len(neurons)} matrix of the "
                     f"doubled rows invertible at {PRECISIONS[-1]} bits")
+
+
+def _skip_transposed(block: Block) -> Any:
+    """Sᵀ as an arb_mat: c·I without d² conversions, a matrix from its exact entries (a
+    loaded float array as its float64 values, exact)."""
+    import flint
+
+    d = block.dim
+    if block.skip.matrix is None:
+        out = flint.arb_mat(d, d)
+        c = _arb(Fraction(block.skip.scale or 0))
+        for i in range(d):
+            out[i, i] = c
+        return out
+    return _arb_matrix(_rows_of(block.skip.matrix, list(range(d)))).transpose()
 
 
 # ---- rounding a ball ---------------------------------------------------------------------
@@ -215,7 +228,8 @@ def rounded_doubles(block: Block, neurons: list[int], dtype: str) -> dict[str, A
     if "down_bias" in values:
         out["down_bias"] = Rounded(values["down_bias"].reshape(d), errors["down_bias"])
     up = layer.up.loaded
-    out["up"] = round_matrix(Matrix(array=-up[neurons]) if up is not None else
+    # 0 − u, not −u: a zero stays +0, as the exact witness rounds it
+    out["up"] = round_matrix(Matrix(array=0 - up[neurons]) if up is not None else
                              Matrix([[-v for v in row] for row in large._exact_rows(
                                  layer.up, neurons)]), dtype)
     if layer.up_bias is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -208,3 +209,62 @@ def test_scan_export_writes_the_proved_width_and_says_what_it_chose(tmp_path, cl
     if prefer == "accuracy":
         note = entry["width_notes"]["transformer.h.0.mlp"]
         assert f"instead of the proved {M + D}" in note and note in run.out
+
+
+def tie_block(folder: Path) -> object:
+    """d = 8: U_Δ = 2·P (P a permutation), so W = −Pᵀ/2 (gelu: a = 1/2) has exact zeros,
+    and one own down entry 1 + 2^-24 makes d_i − w_i = 3/2 + 2^-24, a float32 tie."""
+    d, m = 8, 16
+    rng = np.random.default_rng(3)
+    perm = np.eye(d)[rng.permutation(d)]
+    up = np.vstack([2 * perm, rng.integers(-3, 4, (m - d, d))]).astype(np.float64)
+    down = rng.integers(-3, 4, (d, m)).astype(np.float64)
+    j = int(np.argmax(perm[:, 0]))  # the neuron whose w has its −1/2 in row 0
+    down[0, j] = 1 + 2.0 ** -24
+    np.savez(folder / "t.npz", up=up, down=down, b=np.arange(m, dtype=np.float64) / 4,
+             c=np.ones(d))
+    text = f"""block T {{
+    activation gelu  dim {d}  width {m}  skip identity  bias
+    up = load("t.npz", "up")  up_bias = load("t.npz", "b")
+    down = load("t.npz", "down")  down_bias = load("t.npz", "c")
+}}
+"""
+    return load_text(text, "t.mlp", folder).blocks["T"]
+
+
+def test_entries_on_a_midpoint_or_exactly_zero_are_rounded_from_exact_rows(tmp_path,
+                                                                            monkeypatch):
+    """Balls around an exact zero or a tie cannot settle the rounding: those rows are solved
+    exactly, and every array is bit for bit the exact witness rounded (ties to even)."""
+    from absorb_formal import enclosed_doubles
+
+    block = tie_block(tmp_path)
+    solved: list[int] = []
+    exact_rows = enclosed_doubles._exact_rows
+
+    def counted(block, neurons, rows):
+        solved.extend(rows)
+        return exact_rows(block, neurons, rows)
+
+    monkeypatch.setattr(enclosed_doubles, "_exact_rows", counted)
+    neurons = list(range(8))
+    exact = large._doubled(block, neurons)
+    for dtype in ("float32", "bfloat16", "float64"):
+        solved.clear()
+        got = enclosed_doubles.rounded_doubles(block, neurons, dtype)
+        assert solved, dtype  # the zeros (and the tie) went to the exact rows
+        for name in ("down", "own_down", "down_bias", "up", "up_bias"):
+            want = export.round_values(exact[name].ravel().tolist(), exact[name].shape, dtype)
+            assert np.array_equal(np.ascontiguousarray(got[name].values).view(np.uint8),
+                                  np.ascontiguousarray(want.values).view(np.uint8)), name
+    assert exact["own_down"][0, int(np.argmax(np.load(tmp_path / "t.npz")["up"][:8, 0]))] \
+        == Fraction(3, 2) + Fraction(1, 2**24)  # the tie is there
+
+
+def test_too_many_unsettled_rows_past_the_exact_limit_are_refused(tmp_path, monkeypatch):
+    from absorb_formal import enclosed_doubles
+
+    monkeypatch.setattr(large, "EXACT_DOUBLES", 4)
+    monkeypatch.setattr(enclosed_doubles, "EXACT_ROWS", 2)
+    with pytest.raises(enclosed_doubles.Unsettled, match="too close to a rounding boundary"):
+        enclosed_doubles.rounded_doubles(tie_block(tmp_path), list(range(8)), "float32")
