@@ -803,7 +803,11 @@ def choose(found: Witness, dtype: str, points: int | None, max_error: float,
                    f"output computed in {arith}, {pick[0].construction} at width "
                    f"{pick[0].claim_width} by "
                    f"{_figure(pick[2], 'sample_max_rel_error_in_dtype_arith'):.3g}"
-                   for m in made if m is not pick]
+                   for m in made if m is not pick
+                   and math.isfinite(_figure(pick[2], "sample_max_rel_error_in_dtype_arith"))]
+        if len(made) > 1 and pick[2]["sample_max_rel_error"] == "n/a":
+            passed.append("--prefer accuracy: no error measured (no sample), so the "
+                          "narrowest construction was taken")
     witness, rounded, figures = pick
     note = "; ".join(passed)
     if witness.claim_width != found.claim_width:
@@ -874,9 +878,7 @@ def summary(record: dict[str, str]) -> list[str]:
     (gate figure, in the dtype's arithmetic, the original's own there), weight growth."""
     lines = [f"max rounding error {record['max_rounding_rel_error']} (relative, entrywise)"]
     if record["sample_max_rel_error"] == "n/a":
-        return lines + [f"sample error not measured: "
-                        f"{record.get('sample_note', '').removeprefix('not measured')}"
-                        .rstrip(": ")]
+        return lines + [f"sample error {record.get('sample_note', 'not measured')}"]
     arith = record.get("sample_arith", "float64")
     lines.append(
         f"error relative to the block's output over {record['sample_points']} sample points "
