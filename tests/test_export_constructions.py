@@ -268,3 +268,12 @@ def test_too_many_unsettled_rows_past_the_exact_limit_are_refused(tmp_path, monk
     monkeypatch.setattr(enclosed_doubles, "EXACT_ROWS", 2)
     with pytest.raises(enclosed_doubles.Unsettled, match="too close to a rounding boundary"):
         enclosed_doubles.rounded_doubles(tie_block(tmp_path), list(range(8)), "float32")
+
+
+def test_scan_export_is_refused_when_no_construction_passes_the_gate(tmp_path, cli):
+    folder = gpt2_checkpoint(tmp_path / "g", 1.0)
+    run = cli("scan", folder, "--export", tmp_path / "plain", "--max-error", "1e-30")
+    assert run.code == 2, run.out + run.err
+    assert "--export: transformer.h.0.mlp: the float32 arrays" in run.err
+    assert "nothing written" in run.err and "Traceback" not in run.err
+    assert not (tmp_path / "plain").exists() or not any((tmp_path / "plain").iterdir())
