@@ -42,10 +42,11 @@ PATH is a spec file, or a folder searched recursively for *.mlp files.
   absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
   absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
   absorb-prove scan CHECKPOINT [--json] [--write-spec FILE] [--certificates DIR]
-               [--export DIR] [--activation NAME] [--timeout S] [-j N]
+               [--export DIR [--prefer width|accuracy] [--max-error REL]]
+               [--activation NAME] [--timeout S] [-j N]
   absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors|FILE.onnx
                [--dtype float64|float32|bfloat16] [--points N] [--max-error REL]
-               [--force] [--engine E] [--timeout S]
+               [--prefer width|accuracy] [--force] [--engine E] [--timeout S]
 
 From Python: absorb_formal.prove(path_or_text) and absorb_formal.check(path)
 (see absorb_formal/api.py).
@@ -136,15 +137,21 @@ export:
   .onnx's metadata_props): spec_sha256,
   certificate_sha256 (of the certificate object of `NAME is absorbable at width W`, in
   the canonical bytes --certificates writes), width (W: a narrower witness is padded
-  with zero neurons), dtype, max_rounding_rel_error
-  (largest |rounded - exact| / |exact| over the entries) and sample_max_abs_error /
-  sample_max_rel_error (the block against the exported arrays, both in float64, over N
-  seeded sample points, --points: default 10000, fewer (at least 100) when N x weights
-  would pass 2e9; the relative figure is against the size of the terms summed, as in the
-  cross-check). A relative figure beyond --max-error (default 16 machine epsilons of
-  the dtype, recorded as sample_max_error_allowed) writes nothing: the rounded arrays
-  would not compute the proved block. stdout: a summary and a .mlp block that loads
-  the file back. An existing FILE is never replaced without --force.
+  with zero neurons), construction, dtype, max_rounding_rel_error
+  (largest |rounded - exact| / |exact| over the entries), the errors against the
+  block's output over N seeded standard-normal rows (--points: default 10000, fewer (at
+  least 100) when N x weights would pass 2e9): sample_max_rel_error (largest
+  |exported - block| over the median largest |block|, both in float64),
+  sample_max_rel_error_in_dtype_arith (exported computed in the dtype's arithmetic) and
+  sample_original_rel_error_in_dtype_arith (the block computed there), and
+  weight_max_abs_before / _after. A sample_max_rel_error beyond --max-error (default 16
+  machine epsilons of the dtype, recorded as sample_max_error_allowed) writes nothing.
+  Large blocks with two exact constructions (doubles at m + d, spare pairs at m + 2d):
+  without --width, --prefer width (default) takes the narrowest within --max-error,
+  --prefer accuracy the least error in the dtype's arithmetic; a width other than the
+  proved one is said on stdout and in width_note. stdout: a summary (with these figures)
+  and a .mlp block that loads the file back. An existing FILE is never replaced without
+  --force.
   Exit 0 written; 1 the block is not absorbable at W (or at any width); 2 an error (no
   such block, a family, undecided, bad --out or --dtype, FILE exists, sample error
   beyond --max-error, spec error).
@@ -376,6 +383,10 @@ def build_export_parser() -> argparse.ArgumentParser:
                              "epsilons of --dtype: " + ", ".join(
                                  f"{d} {export.default_max_error(d):.3g}" for d in export.DTYPES)
                              + "); beyond it nothing is written, exit 2")
+    parser.add_argument("--prefer", choices=export.PREFER, default="width",
+                        help="when several exact constructions exist (doubles at m + d, spare "
+                             "pairs at m + 2d): the narrowest that passes --max-error "
+                             "(width, default) or the least error in the dtype (accuracy)")
     parser.add_argument("--force", action="store_true", help="replace an existing FILE")
     parser.add_argument("--engine", choices=ENGINES, default="theory",
                         help="as for deciding (default theory)")
@@ -396,7 +407,8 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         with budget.limit(args.timeout):
             record = export.export(args.spec, args.name, args.out, args.width, args.dtype,
-                                   args.force, args.points, args.engine, args.max_error)
+                                   args.force, args.points, args.engine, args.max_error,
+                                   args.prefer)
     except export.ExportError as error:
         print(f"absorb-prove export: error: {error}", file=stderr)
         return error.code
@@ -415,23 +427,12 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
           file=stdout)
     if "width_note" in record:
         print(f"  {record['width_note']}; --width W exports at another", file=stdout)
-    print(f"  max rounding error {record['max_rounding_rel_error']} (relative, entrywise); "
-          f"sample of {record['sample_points']} points: max error "
-          f"{_g(record['sample_max_abs_error'])} (relative "
-          f"{_g(record['sample_max_rel_error'])}, allowed "
-          f"{_g(record['sample_max_error_allowed'])})", file=stdout)
+    for line in export.summary(record):
+        print(f"  {line}", file=stdout)
     print(f"  certificate sha256 {record['certificate_sha256']}", file=stdout)
     print(f"# a spec beside {args.out.name} loads it back with:", file=stdout)
     print(export.load_snippet(record, args.out.name), file=stdout)
     return 0
-
-
-def _g(figure: str) -> str:
-    """A recorded figure (full precision, or "n/a") shown with 6 significant digits."""
-    try:
-        return f"{float(figure):.6g}"
-    except ValueError:
-        return figure
 
 
 def entry() -> None:

@@ -16,18 +16,22 @@ rounding) and writes the arrays under the language's field names, so that a spec
   initializers, the record as its metadata_props.
 
 The record (all values strings): format, spec, spec_sha256, block, activation, depth, dim,
-width (the exported hidden width), claim_width, statement, method, certificate_sha256 (of the
-canonical bytes, `proofs.encode`, of the certificate object that `absorb-prove --certificates`
-stores for the claim `NAME is absorbable at width W`), dtype, arrays, max_rounding_rel_error
-(max over entries of |rounded − exact| / |exact|, exact), sample_points, sample_max_abs_error
-and sample_max_rel_error (the block's float64 evaluation against the exported arrays'
-float64 evaluation over seeded sample points, the relative figure measured against the size of
-the terms summed as in the witness cross-check; "n/a" with the reason in sample_note when the
-block has no float64 image), sample_max_error_allowed (the gate: a larger relative figure
-writes nothing; default 16 machine epsilons of the dtype, `--max-error` sets it; the three
-error figures are written to full precision, `repr` of the float, and the gate compares them);
-width_note, only when no width was asked and the minimal width is only bounded: the proved
-bounds, and that the width exported is the least proved absorbable.
+width (the exported hidden width), claim_width, statement, method, construction (a large
+block's: own neurons + doubles / spare pairs / ...; else the decision's witness), prefer,
+certificate_sha256 (of the canonical bytes, `proofs.encode`, of the certificate object that
+`absorb-prove --certificates` stores for the claim `NAME is absorbable at width W`), dtype,
+arrays, max_rounding_rel_error (max over entries of |rounded − exact| / |exact|), the sample
+figures of `sample_error` (errors against the block's output at seeded standard-normal
+inputs, and the largest |weight| before and after; "n/a" with the reason in sample_note
+when the block has no float64 image), sample_max_error_allowed (the gate: a larger
+sample_max_rel_error writes nothing; default 16 machine epsilons of the dtype, `--max-error`
+sets it; the error figures are written to full precision, `repr` of the float, and the gate
+compares them); width_note, when the width was not asked or not the proved one: the proved
+bounds, and any construction passed over and why (`choose`).
+
+Entry points (`export`, `find_witness`, `alternatives`, `choose`, `built`, `sample_error`,
+`write_witness`) take a block and hand back arrays and figures, so that a later step (such
+as a normalisation wrapped around the sublayer) can be added between choosing and writing.
 
 This module is numeric output, not a deciding path: the verdict and the witness come from
 `decide`; rounding happens only here.
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -53,8 +58,8 @@ from .decide.concrete import MinWidth, too_large
 from .decide.decision import Decision
 from .decide.dispatch import _minimal, concrete_decision
 from .model import Block, Layer, Matrix
-from .numeric.backends import NumpyBackend
-from .numeric.crosscheck import affordable, compare
+from .numeric.backends import NumpyBackend, forward
+from .numeric.crosscheck import affordable
 from .numeric.floatblock import FloatBlock, OutOfRange, from_block
 from .symbolic import Symbolic
 
@@ -216,13 +221,23 @@ class Witness:
     """layers: the decision's witness; None for a large block's construction (its own
     neurons plus the added ones, `decide.large`), which is rounded without converting the
     block's weights. width_note: why the width was chosen, when no width was asked and the
-    minimal width is only bounded ("" otherwise)."""
+    minimal width is only bounded ("" otherwise). widen: a wider exact construction may
+    replace this one (no --width was asked, or the caller allows it: `alternatives`)."""
 
     block: Block
     claim_width: int
     decision: Decision
     layers: tuple[Layer, ...] | None
     width_note: str = ""
+    widen: bool = False
+
+    @property
+    def construction(self) -> str:
+        """The construction's name: the certificate's check for a large one, else
+        "the decision's witness"."""
+        if self.layers is None:
+            return str((self.decision.certificate or {}).get("check", self.decision.method))
+        return "the decision's witness"
 
 
 def find_witness(block: Block, width: int | None, engine: str = "theory",
@@ -230,9 +245,8 @@ def find_witness(block: Block, width: int | None, engine: str = "theory",
     """The decision's witness at `width`; when None, at the block's minimal width, or, when
     only bounds lo..hi of it are proved, at hi: the least width proved absorbable (found as
     a query finds it, without the exhaustive width search, so in the time a query takes).
-    A doubles construction too wide to build exactly (`large.EXACT_DOUBLES`) is replaced by
-    the spare pairs at m + 2·rank S when no width was asked or `wider` allows it (the width
-    note says so); else ExportError."""
+    The witness may be replaced by a wider exact construction (`alternatives`) when no
+    width was asked or `wider` allows it."""
     if block.layers is None:
         raise ExportError(f"block {block.name} is a family (no weights): nothing to export")
     note, decided = "", None
@@ -250,24 +264,26 @@ def find_witness(block: Block, width: int | None, engine: str = "theory",
     if decision.absorbable is False:
         raise ExportError(f"block {block.name} is not absorbable at width {width} "
                           f"[{decision.method}]", EXIT_NOT_ABSORBABLE)
+    widen = asked is None or wider
     if decision.witness is None and decision.method in LARGE_METHODS:
-        if _too_wide(decision):
-            spare = large.upper_bound(block)
-            why = (f"the doubles witness at width {width} needs an exact inverse of order "
-                   f"{block.dim} (built only up to {large.EXACT_DOUBLES})")
-            if asked is not None and not wider:
-                raise ExportError(f"{why}; --width {spare} exports the spare-pair "
-                                  "construction")
-            found = find_witness(block, spare, engine)
-            return Witness(block, spare, found.decision, None,
-                           f"{note + '; ' if note else ''}{why}: exported the spare-pair "
-                           f"construction at width {spare}")
-        return Witness(block, width, decision, None, note)
+        return Witness(block, width, decision, None, note, widen)
     if decision.witness is None:
         raise ExportError(f"block {block.name} is absorbable at width {width} "
                           f"[{decision.method}], but the decision holds no rational witness "
                           f"to export ({_why_no_witness(decision)})")
-    return Witness(block, width, decision, decision.witness, note)
+    return Witness(block, width, decision, decision.witness, note, widen)
+
+
+def alternatives(found: Witness, engine: str = "theory") -> list[Witness]:
+    """`found`, then the wider exact constructions that may replace it: the spare pairs at
+    m + 2·rank S after doubles at m + d (docs/rules.md §4) when `found.widen`."""
+    out = [found]
+    if found.widen and found.construction == large.DOUBLES:
+        spare = large.upper_bound(found.block)
+        decision, clash = concrete_decision(found.block, spare, engine)
+        if not clash and decision.absorbable and decision.method == large.METHOD:
+            out.append(Witness(found.block, spare, decision, None, found.width_note))
+    return out
 
 
 def _why_no_witness(decision: Decision) -> str:
@@ -281,11 +297,6 @@ def _why_no_witness(decision: Decision) -> str:
                     f"σ(γ) = {part.get('sigma_gamma')}, which is not rational; the layer "
                     "alone exports, as the rounded construction")
     return "an algebraic witness, or a large block proved absorbable without one"
-
-
-def _too_wide(decision: Decision) -> bool:
-    cert = decision.certificate or {}
-    return cert.get("check") == large.DOUBLES and len(cert["neurons"]) > large.EXACT_DOUBLES
 
 
 def _default_width(block: Block, engine: str
@@ -341,9 +352,22 @@ def construction_arrays(block: Block, dtype: str, certificate: dict[str, Any] | 
                         ) -> dict[str, Rounded]:
     """A large block's construction (`certificate`'s; None: `large.construction`'s), rounded:
     its own arrays as arrays (no Fraction per weight), then the neurons `large.added_neurons`
-    adds, exactly rounded. Doubles also replace some own down columns and the down bias."""
+    adds, exactly rounded. Doubles also replace some own down columns and the down bias;
+    their weights are rounded from enclosures of the exact ones (`enclosed_doubles`: the
+    same bits, without the exact inverse); large.TooWide when that cannot settle them."""
     assert block.layers is not None
-    layer, added = block.layers[0], large.added_neurons(block, certificate)
+    layer = block.layers[0]
+    added: dict[str, Any]
+    if certificate is not None and certificate.get("check") == large.DOUBLES:
+        from .enclosed_doubles import Unsettled, rounded_doubles
+
+        try:
+            added = rounded_doubles(block, [int(i) for i in certificate["neurons"]], dtype)
+        except Unsettled as error:
+            raise large.TooWide(str(error)) from None
+    else:
+        added = {name: round_values(v.ravel().tolist(), v.shape, dtype)
+                 for name, v in large.added_neurons(block, certificate).items()}
     out: dict[str, Rounded] = {}
     for name in FIELDS:
         own = getattr(layer, name)
@@ -352,28 +376,26 @@ def construction_arrays(block: Block, dtype: str, certificate: dict[str, Any] | 
         if own is None:  # not reached by the constructions (biases exist on both sides)
             own = (Fraction(0),) * block.width
         if name == "down_bias" and name in added:  # doubles: the constant moved into it
-            out[name] = round_values(added[name].tolist(), added[name].shape, dtype)
+            out[name] = added[name]
             continue
         parts = [_own_down(own, added, dtype) if name == "down" and "columns" in added
                  else round_matrix(own, dtype) if isinstance(own, Matrix)
                  else round_values(list(own), (len(own),), dtype)]
         if name in added:
-            extra = added[name]
-            parts.append(round_values(extra.ravel().tolist(), extra.shape, dtype))
+            parts.append(added[name])
         axis = 1 if name == "down" else 0
         out[name] = Rounded(np.concatenate([r.values for r in parts], axis=axis),
                             max(r.max_rel_error for r in parts))
     return out
 
 
-def _own_down(own: Matrix, added: dict[str, np.ndarray], dtype: str) -> Rounded:
-    """The own down columns, those that doubles changed replaced by added["own_down"]: the
-    others rounded as an array, the changed ones from their exact values."""
+def _own_down(own: Matrix, added: dict[str, Any], dtype: str) -> Rounded:
+    """The own down columns, those that doubles changed replaced by added["own_down"]
+    (rounded): the others rounded as an array."""
     d, m = own.shape
     changed = added["columns"]
     keep = np.setdiff1d(np.arange(m), changed)
-    new = added["own_down"]
-    fresh = round_values(new.ravel().tolist(), new.shape, dtype)
+    fresh = added["own_down"]
     out = np.empty((d, m), dtype=fresh.values.dtype)
     out[:, changed] = fresh.values
     error = fresh.max_rel_error
@@ -414,28 +436,100 @@ def default_points(arrays: dict[str, np.ndarray]) -> int:
     return affordable(DEFAULT_POINTS, sum(int(a.size) for a in arrays.values()), floor=100)
 
 
-def sample_error(block: Block, arrays: dict[str, np.ndarray], points: int | None
-                 ) -> dict[str, str]:
-    """The block in float64 against the exported plain block in float64 at `points` seeded
-    points (Gaussian at several scales, and on and near kinks); None: `default_points`."""
+SAMPLE_INPUTS = ("rows of a standard normal (seeded): unit RMS per coordinate, the scale of a "
+                 "LayerNorm output with gain 1")
+SAMPLE_SEED = 0
+
+
+def sample_error(block: Block, arrays: dict[str, np.ndarray], points: int | None,
+                 dtype: str = "float64") -> dict[str, str]:
+    """How far the exported plain block (`arrays`: the rounded weights as float64) is from
+    the block, relative to the block's output, at `points` seeded inputs (SAMPLE_INPUTS;
+    None: `default_points`), and the weights' largest magnitudes before and after:
+
+    - sample_max_rel_error (the gate's figure): max over the points of ‖E(x) − B(x)‖∞,
+      divided by sample_output_scale, the median over the points of ‖B(x)‖∞ (the block's
+      typical output size); B is the block (its exact weights' float64 image), E the
+      exported arrays, both computed in float64: what the rounded weights and the
+      construction cost, apart from the arithmetic they will run in;
+    - sample_max_rel_error_in_dtype_arith: the same with E computed in `sample_arith`, the
+      arithmetic the dtype runs in (float64; float32 for float32 and bfloat16, as the ONNX
+      graph and torch on CPU compute bfloat16 weights), σ rounded to it after each use;
+    - sample_original_rel_error_in_dtype_arith: B itself computed in that arithmetic (the
+      residual block as the original model runs it): the baseline to compare with;
+    - sample_max_abs_error: max |E(x) − B(x)|, both in float64;
+    - weight_max_abs_before / weight_max_abs_after: the largest |weight| (biases included,
+      skip excluded) of the block and of the exported arrays."""
+    after = max((float(np.abs(a).max(initial=0.0)) for a in arrays.values()), default=0.0)
     if points is None:
         points = default_points(arrays)
+    unmeasured = {"sample_points": "0", "sample_max_abs_error": "n/a",
+                  "sample_max_rel_error": "n/a", "sample_max_rel_error_in_dtype_arith": "n/a",
+                  "sample_original_rel_error_in_dtype_arith": "n/a",
+                  "weight_max_abs_before": "n/a", "weight_max_abs_after": repr(after)}
     if points <= 0:
-        return {"sample_points": "0", "sample_max_abs_error": "n/a",
-                "sample_max_rel_error": "n/a", "sample_note": "not measured (--points 0)"}
+        return {**unmeasured, "sample_note": "not measured (--points 0)"}
     try:
         reference = from_block(block)
     except OutOfRange as error:
-        return {"sample_points": "0", "sample_max_abs_error": "n/a",
-                "sample_max_rel_error": "n/a", "sample_note": f"not measured: {error}"}
+        return {**unmeasured, "sample_note": f"not measured: {error}"}
+    before = max((float(np.abs(a).max(initial=0.0)) for layer in reference.layers
+                  for a in layer.values()), default=0.0)
     exported = FloatBlock(block.activation.scalar, block.activation.gated, block.dim, 0.0,
                           None, tuple({k: np.asarray(v, dtype=np.float64) for k, v in layer.items()}
                                  for layer in layer_arrays(arrays, block.depth)))
-    found = compare(reference, exported, points, NumpyBackend())
+    arith = np.float64 if dtype == "float64" else np.float32
+    x = np.random.default_rng(SAMPLE_SEED).standard_normal((points, block.dim))
+    sizes, off, off_arith, off_original = [], [], [], []
+    for start in range(0, points, 256):
+        rows = x[start:start + 256]
+        want = _evaluate(reference, rows, np.float64)
+        sizes.append(np.abs(want).max(axis=1, initial=0.0))
+        off.append(_off(_evaluate(exported, rows, np.float64), want))
+        if arith is not np.float64:
+            off_arith.append(_off(_evaluate(exported, rows, arith), want))
+            off_original.append(_off(_evaluate(reference, rows, arith), want))
+    # the block's typical output size: the median over the points of ‖B(x)‖∞ (a point where
+    # the output happens to nearly vanish would make a per-point ratio mean nothing)
+    scale = max(float(np.median(np.concatenate(sizes))), np.finfo(np.float64).tiny)
+
+    def relative(parts: list[np.ndarray]) -> float:
+        return float(np.nan_to_num(np.concatenate(parts), nan=np.inf).max(initial=0.0)) / scale
+
+    worst = relative(off)
+    worst_arith = worst if arith is np.float64 else relative(off_arith)
+    original = 0.0 if arith is np.float64 else relative(off_original)
     # repr: the shortest text that reads back as the same float, so the gate compares (and
     # the file records) the figure measured, not a 6-digit rounding of it
-    return {"sample_points": str(points), "sample_max_abs_error": repr(found.max_abs_error),
-            "sample_max_rel_error": repr(found.max_rel_error)}
+    return {"sample_points": str(points), "sample_inputs": SAMPLE_INPUTS,
+            "sample_output_scale": repr(scale), "sample_arith": np.dtype(arith).name,
+            "sample_max_abs_error": repr(float(np.concatenate(off).max(initial=0.0))),
+            "sample_max_rel_error": repr(worst),
+            "sample_max_rel_error_in_dtype_arith": repr(worst_arith),
+            "sample_original_rel_error_in_dtype_arith": repr(original),
+            "weight_max_abs_before": repr(before), "weight_max_abs_after": repr(after)}
+
+
+def _off(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """‖got − want‖∞ per row (NaN where either is NaN)."""
+    return np.abs(got - want).max(axis=1, initial=0.0)
+
+
+def _evaluate(block: FloatBlock, x: np.ndarray, arith: Any) -> np.ndarray:
+    """The block at the rows of x, computed in `arith` (float64 or float32; σ evaluated in
+    float64 and rounded to it), as float64."""
+    if arith is np.float64:
+        return NumpyBackend().evaluate(block, x)
+    cast = FloatBlock(block.scalar, block.gated, block.dim, block.skip_scale,
+                      None if block.skip_matrix is None else block.skip_matrix.astype(arith),
+                      tuple({k: v.astype(arith) for k, v in layer.items()}
+                            for layer in block.layers))
+
+    def sigma(z: np.ndarray) -> np.ndarray:
+        return block.scalar.numpy(z).astype(arith)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        return forward(cast, x.astype(arith), sigma, np.asarray, False)[0].astype(np.float64)
 
 
 def certificate_sha256(decision: Decision) -> str:
@@ -605,17 +699,22 @@ def default_max_error(dtype: str) -> float:
     return GATE_EPSILONS * EPSILON[dtype]
 
 
+PREFER = ("width", "accuracy")
+
+
 def export(spec_file: Path | str, name: str, out: Path | str, width: int | None = None,
            dtype: str = "float64", force: bool = False, points: int | None = None,
-           engine: str = "theory", max_error: float | None = None) -> dict[str, str]:
+           engine: str = "theory", max_error: float | None = None,
+           prefer: str = "width") -> dict[str, str]:
     """Decide block `name` of the spec and write its witness to `out`; return the record.
-    Nothing is written when the sample's relative error passes `max_error` (default:
-    `default_max_error(dtype)`). Raises ExportError (with its exit code) and SpecError (spec
-    errors)."""
+    Nothing is written when the sample's output-relative error passes `max_error` (default:
+    `default_max_error(dtype)`). `prefer` chooses among exact constructions (`choose`).
+    Raises ExportError (with its exit code) and SpecError (spec errors)."""
     from .language import load_file
 
     spec_file, out = Path(spec_file), Path(out)
     check_out(out, dtype, force)
+    check_prefer(prefer)
     spec = load_file(spec_file)
     if name not in spec.blocks:
         known = ", ".join(sorted(spec.blocks)) or "none"
@@ -624,7 +723,7 @@ def export(spec_file: Path | str, name: str, out: Path | str, width: int | None 
     found = find_witness(block, width, engine)
     return write_witness(found, out, dtype, force, points, {
         "spec": str(spec_file), "spec_sha256": proofs.sha256_file(spec_file), **sublayer},
-        max_error)
+        max_error, prefer, engine)
 
 
 def exported_block(block: Block) -> tuple[Block, dict[str, str]]:
@@ -650,45 +749,185 @@ def exported_block(block: Block) -> tuple[Block, dict[str, str]]:
                                f"the norm {block.norm.describe()} after it"}
 
 
-def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int | None,
-                  source: dict[str, str], max_error: float | None = None) -> dict[str, str]:
-    block = found.block
+def check_prefer(prefer: str) -> None:
+    if prefer not in PREFER:
+        raise ExportError(f"unknown --prefer {prefer!r} (known: {', '.join(PREFER)})")
+
+
+@dataclass
+class Choice:
+    """The construction chosen (`choose`): its witness, rounded arrays (padded to its
+    width), measured figures (`sample_error`), and the note saying why, when another than
+    the first was taken or the width changed ("" otherwise)."""
+
+    witness: Witness
+    rounded: dict[str, Rounded]
+    figures: dict[str, str]
+    note: str
+
+
+def built(found: Witness, dtype: str, points: int | None
+          ) -> tuple[dict[str, Rounded], dict[str, str]]:
+    """The witness rounded to `dtype` and padded to its width, and its sample figures;
+    large.TooWide when a doubles construction cannot be rounded (`enclosed_doubles`)."""
     rounded = padded(rounded_arrays(found.layers, dtype) if found.layers is not None
-                     else construction_arrays(block, dtype, found.decision.certificate),
+                     else construction_arrays(found.block, dtype, found.decision.certificate),
                      found.claim_width)
+    return rounded, sample_error(found.block, {k: r.as_float64() for k, r in rounded.items()},
+                                 points, dtype)
+
+
+def _figure(figures: dict[str, str], key: str) -> float:
+    try:
+        return float(figures[key])
+    except (KeyError, ValueError):
+        return math.inf
+
+
+def choose(found: Witness, dtype: str, points: int | None, max_error: float,
+           prefer: str = "width", engine: str = "theory") -> Choice:
+    """Among `alternatives(found)` (in order of width): with prefer "width", the first that
+    can be built and passes the gate (`max_error` on sample_max_rel_error), else the first
+    built (which the gate then refuses); with "accuracy", the one with the least
+    sample_max_rel_error_in_dtype_arith (ties: the narrower). The note names every
+    construction passed over and why; ExportError when none can be built."""
+    options = alternatives(found, engine)
+    made: list[tuple[Witness, dict[str, Rounded], dict[str, str]]] = []
+    passed: list[str] = []
+    for option in options:
+        label = f"{option.construction} at width {option.claim_width}"
+        try:
+            rounded, figures = built(option, dtype, points)
+        except large.TooWide as error:
+            passed.append(f"{label} was not built ({error})")
+            continue
+        made.append((option, rounded, figures))
+        if prefer == "width":
+            if _passes(figures, max_error):
+                break
+            off = _figure(figures, "sample_max_rel_error")
+            passed.append(f"{label} is off by {off:.3g} of the output, beyond the "
+                          f"{max_error:.3g} allowed (--max-error {off * 1.1:.2g} accepts it)")
+    if not made:
+        hint = ""
+        if found.construction == large.DOUBLES and not found.widen:
+            hint = (f"; --width {large.upper_bound(found.block)} exports the spare-pair "
+                     "construction")
+        raise ExportError("; ".join(passed) + hint)
+    if prefer == "width":
+        pick = next((m for m in made if _passes(m[2], max_error)), made[0])
+    else:
+        def key(m: tuple[Witness, dict[str, Rounded], dict[str, str]]) -> tuple[float, int]:
+            return _figure(m[2], "sample_max_rel_error_in_dtype_arith"), m[0].claim_width
+
+        pick = min(made, key=key)
+        arith = pick[2].get("sample_arith", dtype)
+        passed += [f"--prefer accuracy: {m[0].construction} at width {m[0].claim_width} is "
+                   f"off by {_figure(m[2], 'sample_max_rel_error_in_dtype_arith'):.3g} of the "
+                   f"output computed in {arith}, {pick[0].construction} at width "
+                   f"{pick[0].claim_width} by "
+                   f"{_figure(pick[2], 'sample_max_rel_error_in_dtype_arith'):.3g}"
+                   for m in made if m is not pick
+                   and math.isfinite(_figure(pick[2], "sample_max_rel_error_in_dtype_arith"))]
+        if len(made) > 1 and pick[2]["sample_max_rel_error"] == "n/a":
+            passed.append("--prefer accuracy: no error measured (no sample), so the "
+                          "narrowest construction was taken")
+    witness, rounded, figures = pick
+    note = "; ".join(passed)
+    if witness.claim_width != found.claim_width:
+        note = (f"width {witness.claim_width} ({witness.construction}) instead of the proved "
+                f"{found.claim_width} ({found.construction}): {note}")
+    return Choice(witness, rounded, figures, note)
+
+
+def _passes(figures: dict[str, str], max_error: float) -> bool:
+    if figures["sample_max_rel_error"] == "n/a":
+        return True
+    return float(figures["sample_max_rel_error"]) <= max_error
+
+
+def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int | None,
+                  source: dict[str, str], max_error: float | None = None,
+                  prefer: str = "width", engine: str = "theory") -> dict[str, str]:
+    limit = default_max_error(dtype) if max_error is None else max_error
+    chosen = choose(found, dtype, points, limit, prefer, engine)
+    witness, rounded = chosen.witness, chosen.rounded
+    block = witness.block
     arrays = {key: r.values for key, r in rounded.items()}
+    notes = "; ".join(n for n in (witness.width_note, chosen.note) if n)
     record = {
         "format": FORMAT, **source, "block": block.name, "activation": block.activation.name,
-        "depth": str(block.depth), "dim": str(block.dim), "width": str(found.claim_width),
-        "claim_width": str(found.claim_width),
-        "statement": f"{block.name} is absorbable at width {found.claim_width}",
-        "method": found.decision.method,
-        "certificate_sha256": certificate_sha256(found.decision),
+        "depth": str(block.depth), "dim": str(block.dim), "width": str(witness.claim_width),
+        "claim_width": str(witness.claim_width),
+        "statement": f"{block.name} is absorbable at width {witness.claim_width}",
+        "method": witness.decision.method, "construction": witness.construction,
+        "prefer": prefer,
+        "certificate_sha256": certificate_sha256(witness.decision),
         "dtype": dtype, "arrays": ",".join(arrays),
         "max_rounding_rel_error": f"{max(r.max_rel_error for r in rounded.values()):.6g}",
-        **sample_error(block, {k: r.as_float64() for k, r in rounded.items()}, points),
-        **({"width_note": found.width_note} if found.width_note else {}),
+        **chosen.figures,
+        **({"width_note": notes} if notes else {}),
     }
-    gate(record, default_max_error(dtype) if max_error is None else max_error)
+    gate(record, limit)
     write_arrays(out, arrays, record, force)
     return record
 
 
 def gate(record: dict[str, str], max_error: float) -> None:
-    """Refuse (ExportError, exit 2) a file whose measured sample error passes `max_error`:
-    the rounded arrays would not compute the block the proof is about. The bound is recorded
-    (`sample_max_error_allowed`); an unmeasured sample ("n/a") is not gated and says so."""
+    """Refuse (ExportError, exit 2) a file whose measured output-relative sample error
+    passes `max_error`: the rounded arrays would not compute the block the proof is about.
+    The bound is recorded (`sample_max_error_allowed`); an unmeasured sample ("n/a") is not
+    gated and says so."""
     record["sample_max_error_allowed"] = repr(float(max_error))
     if record["sample_max_rel_error"] == "n/a":
         return
     measured = float(record["sample_max_rel_error"])
     if not measured <= max_error:  # NaN is refused too
+        growth = ""
+        if record.get("weight_max_abs_before", "n/a") != "n/a":
+            growth = (f"its largest weight is {float(record['weight_max_abs_after']):.3g}, "
+                      f"the block's {float(record['weight_max_abs_before']):.3g}; ")
         raise ExportError(
-            f"the {record['dtype']} arrays are off by {measured:.6g} (relative to the terms "
-            f"summed, over {record['sample_points']} sample points), beyond the "
-            f"{max_error:.6g} allowed; nothing written ("
-            + ("a wider --dtype, or " if record["dtype"] != "float64" else "")
-            + "--max-error to accept more)")
+            f"the {record['dtype']} arrays ({record.get('construction', '')} at width "
+            f"{record['width']}) are off by {measured:.6g} of the block's output (the largest "
+            f"|exported - block| over {record['sample_points']} sample points, over the "
+            f"median largest |block|), beyond the {max_error:.6g} allowed; nothing written ("
+            + growth + ("a wider --dtype, or " if record["dtype"] != "float64" else "")
+            + "--max-error to accept more"
+            + (f"; {record['width_note']}" if record.get("width_note") else "") + ")")
+
+
+def summary(record: dict[str, str]) -> list[str]:
+    """The record's figures as lines for the screen: rounding, the output-relative errors
+    (gate figure, in the dtype's arithmetic, the original's own there), weight growth."""
+    lines = [f"max rounding error {record['max_rounding_rel_error']} (relative, entrywise)"]
+    if record["sample_max_rel_error"] == "n/a":
+        return lines + [f"sample error {record.get('sample_note', 'not measured')}"]
+    arith = record.get("sample_arith", "float64")
+    lines.append(
+        f"error relative to the block's output over {record['sample_points']} sample points "
+        f"(standard normal rows): {_g(record['sample_max_rel_error'])} with the {record['dtype']} "
+        f"weights computed in float64 (allowed {_g(record['sample_max_error_allowed'])}); "
+        f"computed in {arith}: {_g(record['sample_max_rel_error_in_dtype_arith'])} (the "
+        f"original block in {arith}: {_g(record['sample_original_rel_error_in_dtype_arith'])})"
+        if arith != "float64" else
+        f"error relative to the block's output over {record['sample_points']} sample points "
+        f"(standard normal rows): {_g(record['sample_max_rel_error'])} (allowed "
+        f"{_g(record['sample_max_error_allowed'])}); max abs error "
+        f"{_g(record['sample_max_abs_error'])}")
+    before, after = record["weight_max_abs_before"], record["weight_max_abs_after"]
+    growth = "" if before == "n/a" or float(before) == 0 else \
+        f" (x{float(after) / float(before):.3g})"
+    lines.append(f"largest |weight|: {_g(before)} before, {_g(after)} after{growth}")
+    return lines
+
+
+def _g(figure: str) -> str:
+    """A recorded figure (full precision, or "n/a") shown with 6 significant digits."""
+    try:
+        return f"{float(figure):.6g}"
+    except ValueError:
+        return figure
 
 
 def load_snippet(record: dict[str, str], shown: str, name: str | None = None) -> str:

@@ -723,22 +723,30 @@ def test_a_doubles_witness_exports_and_equals_the_block(tmp_path, cli, monkeypat
     assert exact_at(block, fields, x) == block.evaluate_exact(x)
 
 
-def test_doubles_too_wide_to_build_export_spare_pairs(tmp_path, cli, monkeypatch):
-    """Beyond EXACT_DOUBLES the exact W is not built: --width m + d is refused with a hint;
-    where a wider width is allowed (scan --export; export without --width) the spare pairs at
-    m + 2d are written, and the width note says so."""
-    from absorb_formal import export
+def test_doubles_that_cannot_be_rounded_export_spare_pairs(tmp_path, cli, monkeypatch):
+    """When the doubles witness cannot be rounded (Arb cannot prove U_Δ invertible, or too
+    many entries sit on rounding midpoints past the exact inverse's reach): --width m + d is
+    refused with a hint; where a wider width is allowed (export without --width; scan
+    --export) the spare pairs at m + 2d are written, and the width note says why."""
+    from absorb_formal import enclosed_doubles, export
+
+    def unsettled(block, neurons):
+        raise enclosed_doubles.Unsettled("no enclosure (test)")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(large, "EXACT_DOUBLES", DD - 1)
+    monkeypatch.setattr(enclosed_doubles, "enclosures", unsettled)
     (tmp_path / "big.mlp").write_text(doubles_block(tmp_path), encoding="utf-8")
     run = cli("export", "big.mlp", "Big", "--width", str(DM + DD), "--out", "a.npz")
     assert run.code == 2 and f"--width {DM + 2 * DD} exports the spare-pair" in run.err
+    assert "no enclosure (test)" in run.err and not (tmp_path / "a.npz").exists()
     found = export.find_witness(loaded(tmp_path, doubles_block(tmp_path)), DM + DD, wider=True)
-    assert found.claim_width == DM + 2 * DD and found.decision.method == large.METHOD
-    assert "exported the spare-pair construction" in found.width_note
-    rounded = export.construction_arrays(found.block, "float32", found.decision.certificate)
-    assert rounded["up"].values.shape == (DM + 2 * DD, DD)
+    chosen = export.choose(found, "float32", 300, export.default_max_error("float32"))
+    assert chosen.witness.claim_width == DM + 2 * DD
+    assert chosen.witness.decision.method == large.METHOD
+    assert chosen.rounded["up"].values.shape == (DM + 2 * DD, DD)
+    assert chosen.note.startswith(f"width {DM + 2 * DD} ({large.CONSTRUCTION}) instead of the "
+                                  f"proved {DM + DD} ({large.DOUBLES}): ")
+    assert "was not built (no enclosure (test))" in chosen.note
 
 
 def test_the_cross_check_rebuilds_doubles_and_catches_a_wrong_one(tmp_path):
@@ -754,13 +762,22 @@ def test_the_cross_check_rebuilds_doubles_and_catches_a_wrong_one(tmp_path):
         assert bad is not None and not bad.ok, field
 
 
-def test_export_without_a_width_falls_back_to_spare_pairs_beyond_exact_doubles(tmp_path):
-    """d = 256 > EXACT_DOUBLES: the bounds' upper end m + d is a doubles witness too wide to
-    build exactly, so export (no --width) writes the spare pairs at m + 2d and says why."""
+def test_export_without_a_width_starts_from_the_doubles_at_m_plus_d(tmp_path):
+    """d = 256 (past 160, where the exact inverse used to stop): the least width proved
+    absorbable, m + d, is a doubles witness, and export starts there; in float32 it misses
+    the gate (its weights grew, and it is measured against the output), so the
+    spare pairs at m + 2d are written and the note says why; a looser --max-error keeps
+    m + d."""
     from absorb_formal import export
 
     block = loaded(tmp_path, bf16_block(tmp_path, act="silu", bias=False))
     found = export.find_witness(block, None)
-    assert found.claim_width == M + 2 * D and found.decision.method == large.METHOD
+    assert found.claim_width == M + D and found.construction == large.DOUBLES
     assert f"between {M + 1} and {M + D}" in found.width_note
-    assert "exported the spare-pair construction" in found.width_note
+    strict = export.choose(found, "float32", 300, export.default_max_error("float32"))
+    assert strict.witness.claim_width == M + 2 * D
+    assert f"{large.DOUBLES} at width {M + D} is off by" in strict.note
+    loose = export.choose(found, "float32", 300, 1e-4)
+    assert loose.witness.claim_width == M + D and loose.note == ""
+    assert float(loose.figures["weight_max_abs_after"]) > \
+        float(loose.figures["weight_max_abs_before"])

@@ -63,7 +63,9 @@ CONSTRUCTION = "own neurons + spare pairs"
 DOUBLES = "own neurons + doubles"
 DOUBLES_PRIME = modular.MINOR_PRIMES[0]  # below 2^21: det U_Δ by checker/modlu.py's exact LU
 # W = −S U_Δ⁻¹/(2a) is built exactly (python-flint) only up to this d: its entries have about
-# d times the bits of a weight (d = 768: gigabytes). Beyond it, export writes spare pairs.
+# d times the bits of a weight (d = 768: gigabytes). Export does not need it: it rounds W
+# from enclosures at any d (`enclosed_doubles`), and solves rows exactly only where a ball
+# touches a rounding midpoint (any number of them up to this d, a few beyond it).
 EXACT_DOUBLES = 160
 LINEAR = "own neurons + linear neurons"
 QUADRUPLES = "own neurons + square quadruples"
@@ -412,8 +414,8 @@ def key_count_certificate(keys: KeyClasses, size: int) -> dict[str, Any]:
 
 
 class TooWide(Exception):
-    """The doubles witness is not built exactly beyond EXACT_DOUBLES (its certificate, which
-    stores no weights, is unaffected)."""
+    """The doubles witness is not built exactly beyond EXACT_DOUBLES, or (export) cannot be
+    rounded from enclosures (its certificate, which stores no weights, is unaffected)."""
 
 
 def added_neurons(block: Block, certificate: dict[str, Any] | None = None

@@ -10,7 +10,7 @@ from typing import TextIO
 from .. import progress as bars
 from .. import proofs
 from ..api import DEFAULT_TIMEOUT
-from ..arguments import parse, seconds
+from ..arguments import nonnegative, parse, seconds
 from ..model import Claim
 from .find import needs_copies, open_checkpoint
 from .found import ScanError
@@ -83,12 +83,17 @@ files:
                      proved equal to x + MLP(x), at its least proved width (all padded
                      to the largest, with zero neurons); tensor names and layout as in
                      the input, other tensors unchanged, config.json's width keys updated
-                     and an "absorb_formal" entry saying which sublayers lost their skip.
-                     Refused when some sublayer has no proved width. DIR must not exist
-                     or be empty. A post-norm sublayer N(x + F(x)) becomes N(P(x)):
-                     the plain P replaces the FFN and the norm stays. A pre-norm or
-                     sandwich sublayer has no skip-free form (docs/rules.md §10.2):
-                     export is refused with that reason.
+                     and an "absorb_formal" entry saying which sublayers lost their skip,
+                     with each one's construction, errors against its output and weight
+                     growth (also printed). A proved width whose construction misses the
+                     error gate (--max-error, default 16 machine epsilons of the dtype, of
+                     the output) gives way to a wider one, said on screen; --prefer
+                     accuracy takes the most accurate. Refused when some sublayer has no
+                     proved width, or none within the gate. DIR must not exist or be empty.
+                     A post-norm sublayer N(x + F(x)) becomes N(P(x)): the plain P
+                     replaces the FFN and the norm stays. A pre-norm or sandwich sublayer
+                     has no skip-free form (docs/rules.md §10.2): export is refused with
+                     that reason.
   --export-bare      with --export: write the bare blocks' witnesses instead (x + F(x),
                      the paper's question). For a pre-norm model they are NOT drop-in
                      replacements; config.json's record says so.
@@ -119,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --export: write the bare blocks' witnesses (x + F(x)) "
                              "where the model computes a pre-norm sublayer; NOT a drop-in "
                              "replacement, and the record says so")
+    parser.add_argument("--prefer", choices=("width", "accuracy"), default="width",
+                        help="--export: when several exact constructions exist, the narrowest "
+                             "within the error gate (width, default) or the least error in "
+                             "the checkpoint's dtype (accuracy)")
+    parser.add_argument("--max-error", type=nonnegative, metavar="REL",
+                        help="--export: the error gate, against each sublayer's output "
+                             "(default 16 machine epsilons of its dtype)")
     parser.add_argument("--activation", metavar="NAME",
                         help="the activation, where config.json names none; one that "
                              "contradicts config.json or the ONNX graph needs "
@@ -172,6 +184,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         if bar is not None:
             bar.close()
     files: dict[str, object] = {}
+    said: list[str] = []  # the export's lines: on screen, not only in config.json
     code = EXIT_INTERRUPTED if report.interrupted else _code(report.blocks)
     if not report.blocks and not report.interrupted:  # nothing decided: nothing to write
         print(f"absorb-prove scan: error: {args.path}: no MLP sublayer found (what was "
@@ -179,7 +192,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         code = EXIT_ERROR
     try:
         if code != EXIT_ERROR:
-            files.update(_write_files(report, args))
+            files.update(_write_files(report, args, said))
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         code = EXIT_ERROR
@@ -191,15 +204,21 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         print(json.dumps({**report.as_json(), **{k: files.get(k) for k in
                                                  ("spec", "certificates", "export")},
                           "exit_code": code}, indent=2), file=stdout)
+        for line in said:  # beside the one JSON document on stdout
+            print(line, file=stderr)
     else:
         print(table(report), file=stdout)
         for key, value in files.items():
             print(f"{key}: {value}", file=stdout)
+        for line in said:
+            print(line, file=stdout)
     return code
 
 
-def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, object]:
-    """The spec, certificates and skip-free checkpoint asked for (paths by key)."""
+def _write_files(report: ScanReport, args: argparse.Namespace, lines: list[str]
+                 ) -> dict[str, object]:
+    """The spec, certificates and skip-free checkpoint asked for (paths by key); `lines`
+    receives what the export says about each sublayer (`export_checkpoint`)."""
     files: dict[str, object] = {}
     if args.write_spec is not None and report.report is not None:
         files["spec"] = str(_write_spec(report, args.write_spec))
@@ -208,7 +227,9 @@ def _write_files(report: ScanReport, args: argparse.Namespace) -> dict[str, obje
     if args.export is not None:
         from .export import export_checkpoint
 
-        files["export"] = str(export_checkpoint(report, args.export, bare=args.export_bare))
+        files["export"] = str(export_checkpoint(report, args.export, args.prefer,
+                                                args.max_error, lines,
+                                                bare=args.export_bare))
     return files
 
 

@@ -1,9 +1,12 @@
 """`scan --export DIR`: the skip-free checkpoint.
 
 Each MLP sublayer is replaced by the plain MLP proved equal to its residual x + MLP(x), at
-the least width the scan proved — or, where that is a doubles construction too wide to build
-exactly (`decide.large.EXACT_DOUBLES`), at the spare pairs' width, noted in `width_notes` —
+the least width the scan proved — or, where that construction (doubles at m + d) cannot be
+rounded or misses the error gate, or `--prefer accuracy` finds a wider one more accurate, at
+the spare pairs' width m + 2d, said on screen and in `width_notes` (`export.choose`) —
 every sublayer padded with zero neurons to the largest, so that one config width fits all.
+Each sublayer's error against its output and its weight growth are printed and recorded
+under "errors"; a sublayer that no construction brings within the gate is refused.
 Tensor names and layouts stay as in the input (GPT-2's Conv1D stays input × output); every
 other tensor is copied bit for bit; config.json's width keys are updated, and an
 `absorb_formal` entry lists the sublayers that lost their skip: the model code must run
@@ -39,9 +42,16 @@ def unexportable(kind: str, path: Path) -> str:
             "`absorb-prove export --out FILE.onnx` per block)")
 
 
-def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path:
+def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
+                      max_error: float | None = None, lines: list[str] | None = None,
+                      bare: bool = False) -> Path:
     """Write the skip-free checkpoint of a scanned safetensors / npz checkpoint to `out`
-    (a new or empty folder); ScanError when some sublayer has no proved width.
+    (a new or empty folder); ScanError when some sublayer has no proved width, or when no
+    exact construction of it passes the error gate (`max_error`, default 16 machine
+    epsilons of its dtype, against the block's output). `prefer` chooses between
+    constructions as `absorb-prove export --prefer` does. `lines`, when given, receives
+    what the screen should show: per sublayer, the width, construction, errors and weight
+    growth, and any change of width with its reason.
 
     What replaces each sublayer is what the model computes (docs/rules.md §10): a post-norm
     sublayer N(x + F(x)) becomes N(P(x)), P proved to absorb the reduced block; a pre-norm
@@ -63,16 +73,26 @@ def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path
     assert checkpoint is not None
     if problem := unexportable(checkpoint.kind, report.path):
         raise ScanError(problem)
-    witnesses = {a.block.where: _witness(report, a) for a in report.blocks}
-    # the widths exported: the proved ones, or spare pairs where doubles are too wide to build
-    width = max(w.claim_width for w in witnesses.values())
-    notes = {where: w.width_note for where, w in witnesses.items() if w.width_note}
+    chosen = {a.block.where: _chosen(report, a, checkpoint.root, prefer, max_error)
+              for a in report.blocks}
+    # the widths exported: the proved ones, or wider constructions where the proved one
+    # cannot be built or misses the gate (the notes say which and why)
+    width = max(c.witness.claim_width for c in chosen.values())
+    notes = {where: n for where, c in chosen.items()
+             if (n := "; ".join(x for x in (c.witness.width_note, c.note) if x))}
     replaced: dict[str, np.ndarray] = {}
     rounding: dict[str, float] = {}
     for answer in report.blocks:
         tensors, rounding[answer.block.where] = _plain_tensors(
-            answer, witnesses[answer.block.where], width, checkpoint.root)
+            answer, chosen[answer.block.where], width)
         replaced.update(tensors)
+    if lines is not None:
+        for where, c in chosen.items():
+            lines.append(f"{where}: width {c.witness.claim_width} ({c.witness.construction})")
+            lines += [f"  {line}" for line in single.summary(_record(c, where))
+                      if not line.startswith("max rounding")]
+            if where in notes:
+                lines.append(f"  {notes[where]}")
     staging = Path(tempfile.mkdtemp(prefix=".absorb-export-", dir=out.parent
                                     if out.parent.exists() else None))
     try:
@@ -89,6 +109,13 @@ def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path
             "note": _note(report, bare),
             "widths_proved": {a.block.where: a.proved_width for a in report.blocks},
             **({"width_notes": notes} if notes else {}),
+            "prefer": prefer, "sample_inputs": single.SAMPLE_INPUTS,
+            # per sublayer: the construction, its output-relative errors and weight growth
+            # (`absorb_formal.export.sample_error`)
+            "errors": {where: {k: v for k, v in _record(c, where).items()
+                               if k.startswith(("sample_max", "sample_original", "weight_",
+                                                "construction", "sample_arith"))}
+                       for where, c in chosen.items()},
             # largest |stored − exact| / |exact| over each sublayer's entries: 0 means the
             # stored tensors are the exact witness, and `equals` proves them equal
             "max_rounding_rel_error": {k: float(f"{v:.6g}") for k, v in rounding.items()}}
@@ -156,9 +183,10 @@ def _shown(answer: BlockAnswer) -> str:
     return "none" if lo is None and hi is None else f"{lo}..{hi if hi is not None else ''}"
 
 
-def _witness(report: ScanReport, answer: BlockAnswer) -> single.Witness:
-    """The sublayer's witness at its proved width (spare pairs, wider, where doubles are too
-    wide to build exactly: `export.find_witness`)."""
+def _chosen(report: ScanReport, answer: BlockAnswer, root: Path, prefer: str,
+            max_error: float | None) -> single.Choice:
+    """The sublayer's construction at its proved width, or a wider one (`export.choose`),
+    rounded to the sublayer's dtype; ScanError when none passes the gate."""
     assert report.report is not None and report.report.spec is not None
     from .run import bare_name
 
@@ -173,23 +201,41 @@ def _witness(report: ScanReport, answer: BlockAnswer) -> single.Witness:
         if small is None:
             raise ScanError(f"--export: {answer.block.where}: {why}")
         model = small
+    dtype = _dtype(root, answer.block.up)
+    limit = single.default_max_error(dtype) if max_error is None else max_error
     try:
-        return single.find_witness(model, answer.proved_width, wider=True)
+        found = single.find_witness(model, answer.proved_width, wider=True)
+        chosen = single.choose(found, dtype, None, limit, prefer)
+        single.gate(_record(chosen, answer.block.where, dtype), limit)
+        chosen.figures["sample_max_error_allowed"] = repr(float(limit))
     except single.ExportError as error:
         raise ScanError(f"--export: {answer.block.where}: {error}") from None
+    return chosen
 
 
-def _plain_tensors(answer: BlockAnswer, witness: single.Witness, width: int, root: Path
+def _record(chosen: single.Choice, where: str, dtype: str | None = None) -> dict[str, str]:
+    """The figures of a sublayer's choice, as `export.summary` and `export.gate` read them."""
+    note = "; ".join(x for x in (chosen.witness.width_note, chosen.note) if x)
+    rounding = max((r.max_rel_error for r in chosen.rounded.values()), default=0.0)
+    return {**chosen.figures, "block": where, "dtype": dtype or _dtype_of(chosen),
+            "construction": chosen.witness.construction,
+            "width": str(chosen.witness.claim_width),
+            "max_rounding_rel_error": f"{rounding:.6g}",
+            "sample_max_error_allowed": chosen.figures.get("sample_max_error_allowed", "n/a"),
+            **({"width_note": note} if note else {})}
+
+
+def _dtype_of(chosen: single.Choice) -> str:
+    values = next(iter(chosen.rounded.values())).values
+    return "bfloat16" if values.dtype == np.uint16 else values.dtype.name
+
+
+def _plain_tensors(answer: BlockAnswer, chosen: single.Choice, width: int
                    ) -> tuple[dict[str, np.ndarray], float]:
     """The sublayer's plain MLP as tensors named and laid out as its own, in its dtype
     (correctly rounded), and the largest relative rounding error."""
-    block, model = answer.block, witness.block
-    dtype = _dtype(root, block.up)
-    rounded = single.padded(single.rounded_arrays(witness.layers, dtype)
-                            if witness.layers is not None
-                            else single.construction_arrays(model, dtype,
-                                                            witness.decision.certificate),
-                            width)
+    block = answer.block
+    rounded = single.padded(chosen.rounded, width)
     out = {}
     for field, item in rounded.items():
         ref: TensorRef | None = getattr(block, field)
