@@ -249,7 +249,7 @@ def _unexportable(args: argparse.Namespace) -> str:
         checkpoint = open_checkpoint(args.path)
     except ScanError as error:
         return str(error)
-    return unexportable(checkpoint.kind, args.path)
+    return unexportable(checkpoint.kind, checkpoint.path, args.export_bare)
 
 
 def _code(blocks: list[BlockAnswer]) -> int:

@@ -31,12 +31,16 @@ WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_di
 _FROM_NUMPY = {"float64": "F64", "float32": "F32"}  # bfloat16 arrays are uint16 bit patterns
 
 
-def unexportable(kind: str, path: Path) -> str:
-    """Why a checkpoint of this kind has no skip-free checkpoint written, or ''."""
+def unexportable(kind: str, path: Path, bare: bool = False) -> str:
+    """Why a checkpoint of this kind has no skip-free checkpoint written, or '' (for an ONNX
+    model: what its graph shows before anything is decided, `onnx_patch.problem`)."""
     if kind in ("safetensors", "npz"):
         return ""
-    return (f"--export writes safetensors and npz checkpoints; {path} is {kind} (use "
-            "`absorb-prove export --out FILE.onnx` per block)")
+    if kind == "onnx":
+        from .onnx_patch import problem
+
+        return problem(path, bare)
+    return f"--export writes safetensors, npz and ONNX models; {path} is {kind}"
 
 
 def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path:
@@ -52,7 +56,7 @@ def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path
         raise ScanError("--export: nothing was decided, so there is nothing to export")
     if report.interrupted:
         raise ScanError("--export: the scan was interrupted")
-    report = _exported(report, bare)
+    scanned, report = report, _exported(report, bare)
     missing = [a for a in report.blocks if a.proved_width is None]
     if missing:
         raise ScanError("--export: no width is proved to absorb " + ", ".join(
@@ -61,6 +65,10 @@ def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path
             "write")
     checkpoint = report.checkpoint
     assert checkpoint is not None
+    if checkpoint.kind == "onnx":  # the graph patched: weights replaced, residual Adds cut
+        from .onnx_patch import export_onnx
+
+        return export_onnx(scanned, report, out)
     if problem := unexportable(checkpoint.kind, report.path):
         raise ScanError(problem)
     witnesses = {a.block.where: _witness(report, a) for a in report.blocks}
