@@ -25,11 +25,15 @@ D, M = 3, 4
 
 
 def planted_mlp(b: Builder, x: str, prefix: str, act: Any = relu, constants: bool = False,
-                seed: int = 7) -> str:
+                seed: int = 7, gemm: bool = False) -> str:
     """A bias-free MLP whose bare block x + MLP(x) is absorbable at its own width
     (σ(z) − σ(−z) = z for relu and gelu), weights stored in×out for MatMul, as initializers
-    or as Constant nodes read through Identity nodes."""
+    or as Constant nodes read through Identity nodes; or (`gemm`) Gemm nodes with transB
+    and out×in weights, as nn.Linear exports."""
     up, down = _planted(D, M, np.random.default_rng(seed))
+    if gemm:
+        h = b.op("Gemm", [x, b.init(up, f"{prefix}.fc1.weight")], transB=1)
+        return b.op("Gemm", [act(b, h), b.init(down, f"{prefix}.fc2.weight")], transB=1)
 
     def weight(array: np.ndarray, name: str) -> str:
         if not constants:
@@ -167,6 +171,53 @@ def _with_second_residual(model: Any, first: str) -> Any:
     model.graph.node.append(helper.make_node("Add", [first, out.name], ["y"], name="/res2"))
     out.name = "y"
     return model
+
+
+def test_gemm_weights_stay_out_by_in_and_listed_graph_inputs_follow_the_new_shape(
+        cli, tmp_path):
+    """nn.Linear as Gemm(transB=1): the wider witness is stored out×in like the original;
+    an initializer also listed as a graph input (older exporters) gets its new shape there."""
+    b = Builder(D, M)
+    model = b.model(planted_mlp(b, "x", "mlp", gemm=True))
+    model.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                             for t in model.graph.initializer)
+    path = tmp_path / "gemm.onnx"
+    onnx.save(model, str(path))
+    scan = cli("scan", path, "--export", tmp_path / "out")
+    assert scan.code == 0, scan.err
+    patched, made = record(tmp_path / "out")
+    width = made["widths"]["mlp"]
+    shapes = {t.name: list(t.dims) for t in patched.graph.initializer}
+    assert shapes == {"mlp.fc1.weight": [width, D], "mlp.fc2.weight": [D, width]}
+    listed = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
+              for i in patched.graph.input if i.name in shapes}
+    assert listed == shapes
+    onnx.checker.check_model(patched)
+    same_outputs(path, tmp_path / "out" / "model.onnx", 1e-12)
+
+
+def test_other_tensors_in_external_data_are_copied_beside_the_model(cli, tmp_path):
+    """A head weight large enough to be stored outside the model file: its data file is
+    copied bit for bit beside the patched model, which reads it from there."""
+    b = Builder(D, M)
+    y = b.op("Add", ["x", planted_mlp(b, "x", "mlp")])
+    head = b.op("MatMul", [y, b.init(np.random.default_rng(1).standard_normal((D, 300)),
+                                     "head.weight")])
+    model = b.model(head, residual=False, width=300)
+    path = tmp_path / "model" / "ext.onnx"
+    path.parent.mkdir()
+    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="head.data", size_threshold=1024)
+    scan = cli("scan", path, "--export", tmp_path / "out")
+    assert scan.code == 0, scan.err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["head.data", "model.onnx"]
+    assert (tmp_path / "out" / "head.data").read_bytes() == \
+        (path.parent / "head.data").read_bytes()
+    x = np.random.default_rng(4).standard_normal((64, D))
+    before = run(onnx.load(str(path)), {"x": x}, str(path.parent))[head]
+    after = run(onnx.load(str(tmp_path / "out" / "model.onnx")), {"x": x},
+                str(tmp_path / "out"))[head]
+    assert relative(before, after) < 1e-12
 
 
 def test_weights_in_constant_nodes_are_rewritten_in_place(cli, tmp_path):

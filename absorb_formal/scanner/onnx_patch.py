@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,6 +232,10 @@ def _stored(graph: Graph, name: str, where: str) -> tuple[Any, Any]:
         tensor = values[0].t if values[0].name == "value" else None
         if tensor is None:  # value_floats: a float32 vector
             return None, node
+    if tensor.data_type not in ONNX_TYPES.values():
+        raise ScanError(f"--export: {where}: tensor {name!r} is "
+                        f"{onnx_file.type_name(tensor.data_type)}; the witness is rounded to "
+                        "FLOAT, DOUBLE or BFLOAT16 only, so it cannot be rewritten")
     if tensor.HasField("data_location") and tensor.data_location == onnx_file.EXTERNAL:
         raise ScanError(f"--export: {where}: tensor {name!r} is stored as external data, "
                         "which is not rewritten; store the model's MLP tensors in the file "
@@ -256,7 +261,7 @@ def _rewrite(onnx: Any, graph: Graph, found: Plan, replaced: dict[str, np.ndarra
         tensor, node = _stored(graph, name, where)
         values = replaced[name]
         data_type = 1 if tensor is None else tensor.data_type
-        code = {"float32": 1, "float64": 11, "uint16": 16}[values.dtype.name]
+        code = ONNX_TYPES["bfloat16" if values.dtype == np.uint16 else values.dtype.name]
         if data_type != code:
             raise ScanError(f"--export: {where}: tensor {name!r} is "
                             f"{onnx_file.type_name(data_type)}, which the witness is not "
@@ -380,7 +385,8 @@ def export_onnx(report: Any, exported: Any, out: Path) -> Path:
         _checked(onnx, source, target)
         drop_in = not record["note"].startswith("NOT A DROP-IN")  # else the outputs differ
         record["runtime_check"] = runtime_check(
-            source, target, single.default_max_error(dtype) if drop_in else None)
+            source, target, single.default_max_error(dtype) if drop_in else None,
+            set(graph.initializers))
         target.unlink()
         _write(model, record, target)
         out.mkdir(parents=True, exist_ok=True)
@@ -430,7 +436,7 @@ def _cut_skips(onnx: Any, graph: Graph, plans: list[Plan], outer: set[str]) -> N
         copy.CopyFrom(node)
     del proto.node[:]
     proto.node.extend(copies)
-    stale = set().union(*(p.changed for p in plans)) | set(renamed)
+    stale = set().union(*(p.changed - {p.mlp_in} for p in plans)) | set(renamed)
     infos = [v for v in proto.value_info if v.name not in stale]
     del proto.value_info[:]
     proto.value_info.extend(infos)
@@ -452,7 +458,11 @@ def _write(model: Any, record: dict[str, Any], target: Path) -> None:
     for key, value in entries.items():
         item = model.metadata_props.add()
         item.key, item.value = key, value
-    data = model.SerializeToString()
+    try:
+        data = model.SerializeToString()
+    except Exception as error:  # noqa: BLE001 - protobuf's 2 GiB limit, and the like
+        raise ScanError(f"--export: the patched model cannot be serialised ({error}); "
+                        "store its large tensors as external data") from None
     try:
         single.write_new(target, lambda stream: stream.write(data))
     except single.ExportError as error:
@@ -479,13 +489,14 @@ _NUMPY = {"tensor(float)": np.float32, "tensor(double)": np.float64,
           "tensor(bool)": np.bool_}
 
 
-def runtime_check(original: Path, patched: Path, allowed: float | None
-                  ) -> dict[str, Any] | str:
+def runtime_check(original: Path, patched: Path, allowed: float | None,
+                  stored: Collection[str] = ()) -> dict[str, Any] | str:
     """Both models run by onnxruntime on seeded random inputs (floats standard normal,
     integers and booleans 0 or 1, named dimensions SYMBOLIC_DIM): the largest difference of
     any float output, relative to that output's largest magnitude. ScanError beyond
     `allowed` (None: measured only, for a model that is not a drop-in replacement); a
-    string saying why when it is not run."""
+    string saying why when it is not run. Graph inputs in `stored` (initializers listed as
+    inputs too) keep their stored values."""
     try:
         import onnxruntime
     except ImportError:
@@ -501,6 +512,8 @@ def runtime_check(original: Path, patched: Path, allowed: float | None
         for _ in range(RUNTIME_DRAWS):
             feeds = {}
             for item in sessions[0].get_inputs():
+                if item.name in stored:
+                    continue
                 kind = _NUMPY.get(item.type)
                 if kind is None:
                     return f"not run: input {item.name!r} is {item.type}"
