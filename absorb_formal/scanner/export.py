@@ -7,7 +7,8 @@ every sublayer padded with zero neurons to the largest, so that one config width
 Tensor names and layouts stay as in the input (GPT-2's Conv1D stays input × output); every
 other tensor is copied bit for bit; config.json's width keys are updated, and an
 `absorb_formal` entry lists the sublayers that lost their skip: the model code must run
-those without the residual around them.
+those without the residual around them. An ONNX model is patched instead: its sublayers'
+tensors rewritten in place and their residual Adds removed (`onnx_patch.py`).
 """
 
 from __future__ import annotations
