@@ -305,3 +305,24 @@ def test_an_mlp_tensor_in_external_data_is_refused_naming_it(cli, tmp_path):
               all_tensors_to_one_file=True, location="ext.data", size_threshold=0)
     _refused(cli, tmp_path / "ext.onnx", tmp_path / "out",
              "tensor 'mlp.fc1.weight' is stored as external data")
+
+
+def test_the_runtime_comparison_refuses_models_that_compute_something_else(tmp_path):
+    """Two models that differ (one weight changed) are beyond the runtime bound, and the
+    check refuses; measured only (allowed None), it records the difference."""
+    pytest.importorskip("onnxruntime")
+    from absorb_formal.scanner.found import ScanError
+    from absorb_formal.scanner.onnx_patch import runtime_bound, runtime_check
+
+    paths = []
+    for seed in (7, 9):
+        b = Builder(D, M)
+        paths.append(tmp_path / f"m{seed}.onnx")
+        onnx.save(b.model(planted_mlp(b, "x", "mlp", seed=seed)), str(paths[-1]))
+    assert 1e-6 < runtime_bound("float32") < 1e-3
+    with pytest.raises(ScanError, match="the rewrite is wrong; nothing written"):
+        runtime_check(paths[0], paths[1], runtime_bound("float32"))
+    measured = runtime_check(paths[0], paths[1], None)
+    assert measured["max_rel_difference"] > 1e-2 and measured["allowed"] is None
+    assert runtime_check(paths[0], paths[0], runtime_bound("float32"))[
+        "max_rel_difference"] == 0

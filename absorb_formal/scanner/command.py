@@ -95,7 +95,8 @@ files:
                      sum reading the MLP's output; the record is in metadata_props
                      ("absorb_formal"). With onnxruntime installed both models are run
                      on seeded random inputs and the largest relative output difference
-                     is recorded (over the export gate: nothing written). Refused before
+                     is recorded (beyond √ε of the weights' format, which float arithmetic
+                     does not explain: nothing written). Refused before
                      the scan, naming the tensor: weights shared with other nodes, MLP
                      values read outside it, no residual Add, MLP tensors in external
                      data or not FLOAT/DOUBLE/BFLOAT16.
