@@ -17,7 +17,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import helper, numpy_helper  # noqa: E402
 
 from .onnx_eval import run  # noqa: E402
-from .test_onnx_norms import layernorm_op, plain_mlp, save  # noqa: E402
+from .test_onnx_norms import layernorm_op, layernorm_torch, plain_mlp, save  # noqa: E402
 from .test_onnx_scan import Builder, gelu_torch, relu  # noqa: E402
 from .test_scan import _planted  # noqa: E402
 
@@ -118,15 +118,17 @@ def test_a_bare_mlp_loses_its_residual_add_and_computes_the_same(cli, tmp_path, 
         assert check == "not run: onnxruntime is not installed"
 
 
-def test_a_post_layernorm_sublayer_keeps_its_norm_and_the_models_outputs(cli, tmp_path):
+@pytest.mark.parametrize("norm", [layernorm_op, layernorm_torch], ids=["op", "decomposed"])
+def test_a_post_layernorm_sublayer_keeps_its_norm_and_the_models_outputs(cli, tmp_path, norm):
     """BERT's FFN: MatMul+Add, erf gelu, MatMul+Add, the residual Add of the FFN's input,
-    then LayerNormalization (ε 1e-12). The Add is removed, the norm reads the plain MLP
-    (the projected block's witness, wider), and the whole model's output stays within
-    float32 rounding of the original's."""
+    then LayerNormalization (ε 1e-12; the op, or decomposed as torch.onnx writes it below
+    opset 17, where several nodes read the sum). The Add is removed, the norm reads the
+    plain MLP (the projected block's witness, wider), and the whole model's output stays
+    within float32 rounding of the original's."""
     b = Builder(D, M)
     h = layernorm_op(b, "x", "attention.output.LayerNorm")
     ffn = plain_mlp(b, h)
-    y = layernorm_op(b, b.op("Add", [ffn, h]), "output.LayerNorm", eps=1e-12)
+    y = norm(b, b.op("Add", [ffn, h]), "output.LayerNorm", eps=1e-12)
     path = save(b, y, tmp_path / "bert.onnx")
     scan = cli("scan", path, "--export", tmp_path / "out", "--json")
     assert scan.code == 0, scan.err
@@ -138,8 +140,10 @@ def test_a_post_layernorm_sublayer_keeps_its_norm_and_the_models_outputs(cli, tm
     weights = {t.name: list(t.dims) for t in model.graph.initializer}
     assert weights["mlp.fc1.weight"] == [D, width] and weights["mlp.fc2.weight"] == [width, D]
     assert weights["mlp.fc1.bias"] == [width]
-    [norm] = [n for n in model.graph.node if n.input and n.input[0] == ffn]
-    assert norm.op_type == "LayerNormalization" and not adds_of(model, h)
+    readers = [n.op_type for n in model.graph.node if ffn in n.input]
+    assert readers == (["LayerNormalization"] if norm is layernorm_op
+                       else ["ReduceMean", "Sub"]), readers
+    assert not adds_of(model, h)
     assert len(model.graph.node) == len(onnx.load(str(path)).graph.node) - 1
     # float32 weights: each rounded once, so the outputs move by a few float32 ulps at most
     worst = same_outputs(path, tmp_path / "out" / "model.onnx", 2e-6)
@@ -326,3 +330,17 @@ def test_the_runtime_comparison_refuses_models_that_compute_something_else(tmp_p
     assert measured["max_rel_difference"] > 1e-2 and measured["allowed"] is None
     assert runtime_check(paths[0], paths[0], runtime_bound("float32"))[
         "max_rel_difference"] == 0
+
+
+def test_float16_mlp_tensors_are_refused_naming_them(cli, tmp_path):
+    """The witness is rounded to float32, float64 or bfloat16; a FLOAT16 weight would need
+    a format the rounding does not write."""
+    b = Builder(D, M)
+    model = b.model(planted_mlp(b, "x", "mlp"))
+    for tensor in model.graph.initializer:
+        tensor.CopyFrom(numpy_helper.from_array(
+            numpy_helper.to_array(tensor).astype(np.float16), tensor.name))
+    onnx.save(model, str(tmp_path / "half.onnx"))
+    _refused(cli, tmp_path / "half.onnx", tmp_path / "out",
+             "tensor 'mlp.fc1.weight' is FLOAT16; the witness is rounded to FLOAT, DOUBLE or "
+             "BFLOAT16 only")
