@@ -46,7 +46,8 @@ def unexportable(kind: str, path: Path, bare: bool = False) -> str:
 
 def export_checkpoint(report: ScanReport, out: Path, bare: bool = False) -> Path:
     """Write the skip-free checkpoint of a scanned safetensors / npz checkpoint to `out`
-    (a new or empty folder); ScanError when some sublayer has no proved width.
+    (a new or empty folder), or the patched model of an ONNX one (`onnx_patch`); ScanError
+    when some sublayer has no proved width.
 
     What replaces each sublayer is what the model computes (docs/rules.md §10): a post-norm
     sublayer N(x + F(x)) becomes N(P(x)), P proved to absorb the reduced block; a pre-norm
