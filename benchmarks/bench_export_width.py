@@ -1,4 +1,4 @@
-"""Export at the proved width (RESULTS.md §13): the doubles witness W = −S U_Δ⁻¹/(2a) of
+"""Export at the proved width (RESULTS.md §15): the doubles witness W = −S U_Δ⁻¹/(2a) of
 float32 blocks of order d = 384, 768, 1024, and a BERT-size export's errors before and after.
 
 Part 1, per order d (a float32 d × d matrix, N(0, 0.05²)):

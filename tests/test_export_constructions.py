@@ -170,7 +170,7 @@ def test_prefer_must_be_width_or_accuracy(tmp_path, cli):
 
 
 def gpt2_checkpoint(folder: Path, scale: float) -> Path:
-    """One GPT-2-shaped sublayer (Conv1D layout, biases, gelu_new) with the weights of
+    """One GPT-2-shaped MLP (Conv1D layout, biases, gelu_new) with the weights of
     `gelu_block(scale)`, in float32 safetensors."""
     from .test_scan import _save
 
@@ -183,8 +183,10 @@ def gpt2_checkpoint(folder: Path, scale: float) -> Path:
         "transformer.h.0.mlp.c_fc.bias": w["b"],
         "transformer.h.0.mlp.c_proj.weight": w["down"].T.copy(),
         "transformer.h.0.mlp.c_proj.bias": w["c"]})
+    # no model_type and no norm tensor: an MLP stack whose sublayers are the bare blocks (a
+    # GPT-2 with its ln_2 is pre-norm, and has no skip-free form: docs/rules.md §10.2)
     (folder / "config.json").write_text(json.dumps(
-        {"model_type": "gpt2", "n_embd": D, "n_inner": M, "activation_function": "gelu_new"}))
+        {"n_embd": D, "n_inner": M, "activation_function": "gelu_new"}))
     return folder
 
 

@@ -351,7 +351,7 @@ def test_a_pre_norm_onnx_model_with_constant_weights_is_no_at_any_width_and_not_
     """The model the issue came from, in small: LayerNorm before a SiLU FFN written
     x·Sigmoid(1.0·x), every weight and γ, β in Constant nodes. The sublayer is refused at
     every width with checked certificates; the bare block is still answered; --export
-    writes nothing (--export is refused for ONNX, and the sublayer has no skip-free form)."""
+    writes nothing (the sublayer has no skip-free form)."""
     from .test_onnx_scan import silu_scaled_by_one
 
     b = Builder(3, 4)
@@ -374,4 +374,4 @@ def test_a_pre_norm_onnx_model_with_constant_weights_is_no_at_any_width_and_not_
     assert check.code == 0 and check.out.count(": valid") == 2, check.out
     assert cli("--expect", spec).code == 0
     refused = cli("scan", path, "--export", tmp_path / "plain")
-    assert refused.code == 2 and not (tmp_path / "plain").exists()
+    assert refused.code == 2 and "§10.2" in refused.err and not (tmp_path / "plain").exists()

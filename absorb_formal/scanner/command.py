@@ -94,9 +94,21 @@ files:
                      replaces the FFN and the norm stays. A pre-norm or sandwich sublayer
                      has no skip-free form (docs/rules.md §10.2): export is refused with
                      that reason.
+                     An ONNX model is written as DIR/model.onnx: the same graph with each
+                     sublayer's weight tensors holding its witness (own width, own
+                     layout and data type) and its residual Add removed, what read the
+                     sum reading the MLP's output; the record is in metadata_props
+                     ("absorb_formal"). With onnxruntime installed both models are run
+                     on seeded random inputs and the largest relative output difference
+                     is recorded (beyond √ε of the weights' format, which float arithmetic
+                     does not explain: nothing written). Refused before
+                     the scan, naming the tensor: weights shared with other nodes, MLP
+                     values read outside it, no residual Add, MLP tensors in external
+                     data or not FLOAT/DOUBLE/BFLOAT16.
   --export-bare      with --export: write the bare blocks' witnesses instead (x + F(x),
                      the paper's question). For a pre-norm model they are NOT drop-in
-                     replacements; config.json's record says so.
+                     replacements; config.json's record (an ONNX model's metadata) says
+                     so.
 
 exit codes:
   0  every sublayer (as the model computes it) decided at its own width (yes or no)
@@ -270,7 +282,7 @@ def _unexportable(args: argparse.Namespace) -> str:
         checkpoint = open_checkpoint(args.path)
     except ScanError as error:
         return str(error)
-    return unexportable(checkpoint.kind, args.path)
+    return unexportable(checkpoint.kind, checkpoint.path, args.export_bare)
 
 
 def _code(blocks: list[BlockAnswer]) -> int:

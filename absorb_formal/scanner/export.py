@@ -10,7 +10,8 @@ under "errors"; a sublayer that no construction brings within the gate is refuse
 Tensor names and layouts stay as in the input (GPT-2's Conv1D stays input × output); every
 other tensor is copied bit for bit; config.json's width keys are updated, and an
 `absorb_formal` entry lists the sublayers that lost their skip: the model code must run
-those without the residual around them.
+those without the residual around them. An ONNX model is patched instead: its sublayers'
+tensors rewritten in place and their residual Adds removed (`onnx_patch.py`).
 """
 
 from __future__ import annotations
@@ -34,19 +35,24 @@ WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_di
 _FROM_NUMPY = {"float64": "F64", "float32": "F32"}  # bfloat16 arrays are uint16 bit patterns
 
 
-def unexportable(kind: str, path: Path) -> str:
-    """Why a checkpoint of this kind has no skip-free checkpoint written, or ''."""
+def unexportable(kind: str, path: Path, bare: bool = False) -> str:
+    """Why a checkpoint of this kind has no skip-free checkpoint written, or '' (for an ONNX
+    model: what its graph shows before anything is decided, `onnx_patch.problem`)."""
     if kind in ("safetensors", "npz"):
         return ""
-    return (f"--export writes safetensors and npz checkpoints; {path} is {kind} (use "
-            "`absorb-prove export --out FILE.onnx` per block)")
+    if kind == "onnx":
+        from .onnx_patch import problem
+
+        return problem(path, bare)
+    return f"--export writes safetensors, npz and ONNX models; {path} is {kind}"
 
 
 def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
                       max_error: float | None = None, lines: list[str] | None = None,
                       bare: bool = False) -> Path:
     """Write the skip-free checkpoint of a scanned safetensors / npz checkpoint to `out`
-    (a new or empty folder); ScanError when some sublayer has no proved width, or when no
+    (a new or empty folder), or the patched model of an ONNX one (`onnx_patch`); ScanError
+    when some sublayer has no proved width, or when no
     exact construction of it passes the error gate (`max_error`, default 16 machine
     epsilons of its dtype, against the block's output). `prefer` chooses between
     constructions as `absorb-prove export --prefer` does. `lines`, when given, receives
@@ -62,7 +68,7 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
         raise ScanError("--export: nothing was decided, so there is nothing to export")
     if report.interrupted:
         raise ScanError("--export: the scan was interrupted")
-    report = _exported(report, bare)
+    scanned, report = report, _exported(report, bare)
     missing = [a for a in report.blocks if a.proved_width is None]
     if missing:
         raise ScanError("--export: no width is proved to absorb " + ", ".join(
@@ -71,6 +77,10 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
             "write")
     checkpoint = report.checkpoint
     assert checkpoint is not None
+    if checkpoint.kind == "onnx":  # the graph patched: weights replaced, residual Adds cut
+        from .onnx_patch import export_onnx
+
+        return export_onnx(scanned, report, out, prefer, max_error)
     if problem := unexportable(checkpoint.kind, report.path):
         raise ScanError(problem)
     chosen = {a.block.where: _chosen(report, a, checkpoint.root, prefer, max_error)
