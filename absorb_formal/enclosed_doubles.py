@@ -129,7 +129,7 @@ def _skip_transposed(block: Block) -> Any:
 # ---- rounding a ball ---------------------------------------------------------------------
 
 def _as_float64(values: np.ndarray, dtype: str) -> np.ndarray:
-    from .export import bf16_to_float32
+    from .rounding import bf16_to_float32
 
     if dtype == "bfloat16":
         return bf16_to_float32(values).astype(np.float64)
@@ -159,7 +159,7 @@ def round_balls(balls: Any, dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     arb_mat of balls: an entry is settled when its whole ball rounds to its candidate."""
     import flint
 
-    from .export import _finish
+    from .rounding import _finish
 
     rows, cols = balls.nrows(), balls.ncols()
     entries = balls.entries()
@@ -203,7 +203,7 @@ def rounded_doubles(block: Block, neurons: list[int], dtype: str) -> dict[str, A
     "own_down" (d × k), "down_bias" (when biased), and "columns" (the listed neurons, as
     an int array, not rounded). Unsettled when more than EXACT_ROWS rows need exact values
     and the block is beyond large.EXACT_DOUBLES, or Arb fails."""
-    from .export import Rounded, round_matrix, round_values
+    from .rounding import Rounded, round_matrix, round_values
 
     assert block.layers is not None
     layer, d, k = block.layers[0], block.dim, len(neurons)

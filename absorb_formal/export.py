@@ -61,7 +61,16 @@ from .model import Block, Layer, Matrix
 from .numeric.backends import NumpyBackend, forward
 from .numeric.crosscheck import affordable
 from .numeric.floatblock import FloatBlock, OutOfRange, from_block
-from .symbolic import Symbolic
+from .rounding import (  # noqa: F401 - re-exported: the names export has always offered
+    EXIT_ERROR,
+    EXIT_NOT_ABSORBABLE,
+    EXIT_OK,
+    ExportError,
+    Rounded,
+    bf16_to_float32,
+    round_matrix,
+    round_values,
+)
 
 FORMAT = "absorb_formal export 1"
 META_KEY = "__absorb_formal__"
@@ -74,142 +83,6 @@ DEFAULT_POINTS = 10_000
 EPSILON = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "bfloat16": 2.0 ** -7}
 GATE_EPSILONS = 16
 FIELDS = ("up", "gate", "down", "up_bias", "gate_bias", "down_bias")
-
-EXIT_OK, EXIT_NOT_ABSORBABLE, EXIT_ERROR = 0, 1, 2
-
-
-class ExportError(Exception):
-    """Export refused; `code` is the exit status (1: not absorbable, 2: any other error)."""
-
-    def __init__(self, message: str, code: int = EXIT_ERROR):
-        super().__init__(message)
-        self.code = code
-
-
-# ---- exact values to floats, correctly rounded ------------------------------------------
-
-@dataclass
-class Rounded:
-    """One weight in the target format (bfloat16 as its uint16 bit patterns), and the largest
-    |rounded − exact| / |exact| over its entries."""
-
-    values: np.ndarray  # float64 or float32, or uint16 bits for bfloat16
-    max_rel_error: float
-
-    def as_float64(self) -> np.ndarray:
-        if self.values.dtype == np.uint16:
-            return bf16_to_float32(self.values).astype(np.float64)
-        return self.values.astype(np.float64)
-
-
-def bf16_to_float32(bits: np.ndarray) -> np.ndarray:
-    """bfloat16 bit patterns as float32 (exact: bfloat16 is the top half of a float32)."""
-    return np.left_shift(bits.astype(np.uint32), 16).view(np.float32)
-
-
-def _odd64(nearest: np.ndarray, above: np.ndarray, inexact: np.ndarray) -> np.ndarray:
-    """Round-to-odd in float64 from the nearest float64 of each exact value: truncate towards
-    zero, then set the last bit where inexact. Rounding a round-to-odd value with p ≥ q + 2
-    bits to q bits gives the correctly rounded value of the exact one (no double rounding)."""
-    truncated = np.where(above, np.nextafter(nearest, 0.0), nearest)
-    bits = truncated.view(np.uint64) | inexact.astype(np.uint64)
-    return bits.view(np.float64)
-
-
-def _to_bfloat16(odd64: np.ndarray) -> np.ndarray:
-    """float64 (round-to-odd of the exact values) → bfloat16 bits, round to nearest even."""
-    with np.errstate(over="ignore"):
-        near32 = odd64.astype(np.float32)
-    if not np.isfinite(near32).all():
-        raise ExportError("a witness weight is beyond the bfloat16 range")
-    back = near32.astype(np.float64)
-    above = np.abs(back) > np.abs(odd64)
-    truncated = np.where(above, np.nextafter(near32, np.float32(0)), near32)
-    bits = truncated.view(np.uint32).astype(np.uint64) | (back != odd64).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    out = rounded.astype(np.uint16)
-    if ((out & 0x7F80) == 0x7F80).any():
-        raise ExportError("a witness weight is beyond the bfloat16 range")
-    return out
-
-
-def _finish(nearest: np.ndarray, odd: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "float64":
-        return nearest
-    if dtype == "float32":
-        with np.errstate(over="ignore"):
-            out = odd.astype(np.float32)
-        if not np.isfinite(out).all():
-            raise ExportError("a witness weight is beyond the float32 range")
-        return out
-    return _to_bfloat16(odd)
-
-
-def round_matrix(matrix: Matrix, dtype: str) -> Rounded:
-    """A witness matrix in `dtype`. A loaded array (float16/32/64 or small integers: exact in
-    float64) is rounded as an array, with no Fraction per entry; literal or computed rows go
-    through their exact values."""
-    array = matrix._array
-    if array is not None and _float64_exact(array):
-        exact = array.astype(np.float64)
-        rounded = _finish(exact, exact, dtype)
-        return Rounded(rounded, _array_rel_error(rounded, exact))
-    return round_values([v for row in matrix.rows for v in row], matrix.shape, dtype)
-
-
-def _float64_exact(array: np.ndarray) -> bool:
-    if array.dtype.kind == "f":
-        return array.dtype.itemsize <= 8
-    if array.dtype.kind in "iub":
-        return array.size == 0 or int(np.abs(array.astype(object)).max()) <= 2**53
-    return False
-
-
-def round_values(flat: Sequence[Any], shape: tuple[int, ...], dtype: str) -> Rounded:
-    """Exact rationals, in row-major order, rounded to `dtype` and shaped `shape`. Zeros
-    (most entries of a construction's added neurons) are exact in every format and skip the
-    per-entry work. An entry may be symbolic (σ at rational points, `symbolic.Symbolic`:
-    silu(1) in a swiglu construction's down weights or a gelu witness's output bias): it
-    converts to the nearest float64 and compares with floats exactly, through enclosures."""
-    where = [i for i, v in enumerate(flat) if v]
-    values = [flat[i] for i in where]
-    try:
-        nonzero = np.array([float(v) for v in values], dtype=np.float64)
-    except OverflowError:
-        raise ExportError("a witness weight is beyond the float64 range") from None
-    if not np.isfinite(nonzero).all():
-        raise ExportError("a witness weight is beyond the float64 range")
-    exact_of = [Fraction(x) for x in nonzero.tolist()]
-    size = len(flat)
-    index = np.array(where, dtype=np.int64)
-    nearest = np.zeros(size, dtype=np.float64)
-    above = np.zeros(size, dtype=np.bool_)
-    inexact = np.zeros(size, dtype=np.bool_)
-    nearest[index] = nonzero
-    above[index] = [abs(x) > abs(v) for x, v in zip(exact_of, values, strict=True)]
-    inexact[index] = [x != v for x, v in zip(exact_of, values, strict=True)]
-    rounded = _finish(nearest, _odd64(nearest, above, inexact), dtype)
-    wide = Rounded(rounded, 0.0).as_float64()
-    worst = Fraction(0)
-    for i in np.flatnonzero(inexact | (wide != nearest)).tolist():
-        value = flat[i]
-        if value != 0:
-            error = abs(Fraction(wide[i]) - value) / abs(value) if not isinstance(
-                value, Symbolic) else Fraction(float(abs(Fraction(wide[i]) - value))
-                                               / float(abs(value)))  # a sum has no inverse
-            worst = max(worst, error)
-    return Rounded(rounded.reshape(shape), float(worst))
-
-
-def _array_rel_error(rounded: np.ndarray, exact: np.ndarray) -> float:
-    """max |rounded − exact| / |exact| over non-zero entries of an exact float64 array (the
-    difference of two floats this close is exact; the quotient is rounded once)."""
-    wide = Rounded(rounded, 0.0).as_float64()
-    changed = wide != exact
-    if not changed.any():
-        return 0.0
-    return float((np.abs(wide[changed] - exact[changed]) / np.abs(exact[changed])).max())
-
 
 # constructions, not stored layers
 LARGE_METHODS = (large.METHOD, large.METHOD_DOUBLES, large.METHOD_GATED)
@@ -869,8 +742,41 @@ def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: in
         **({"width_note": notes} if notes else {}),
     }
     gate(record, limit)
+    record["equals"] = proved_equal(block, rounded)
     write_arrays(out, arrays, record, force)
     return record
+
+
+def proved_equal(block: Block, rounded: dict[str, Rounded]) -> str:
+    """Whether the stored arrays, read back as the exact values they hold, compute `block`:
+    `claim block equals plain` decided by the canonical forms (in exact integers beyond the
+    exact-work limit), at any size. Tried when the stored values are the exact witness
+    (rounding error 0) of a depth-1 block; the answer, or why it was not tried."""
+    if block.depth != 1 or block.layers is None:
+        return "not tried: canonical forms compare depth-1 blocks"
+    if any(r.max_rel_error != 0 for r in rounded.values()):
+        return ("not tried: the stored values round the exact witness (their error is "
+                "measured above, not proved zero)")
+    from dataclasses import replace
+
+    from .decide.equivalence import equal_blocks
+    from .exactarray import fractions
+
+    values = layer_arrays({k: r.as_float64() for k, r in rounded.items()}, 1)[0]
+    matrices = {k: Matrix(array=v) for k, v in values.items() if k in ("up", "gate", "down")}
+    biases = {k: tuple(fractions(v.reshape(1, -1))[0]) for k, v in values.items()
+              if k.endswith("_bias")}
+    plain = replace(block, name=f"{block.name}_plain", skip=replace(block.skip, scale=Fraction(0),
+                                                                    matrix=None),
+                    width=matrices["up"].shape[0], norm=None,
+                    layers=(Layer(matrices["up"], matrices["down"], matrices.get("gate"),
+                                  biases.get("up_bias"), biases.get("gate_bias"),
+                                  biases.get("down_bias")),))
+    equal, _, reason = equal_blocks(block, plain)
+    if equal is None:
+        return f"unknown: {reason}"
+    return ("proved: the stored MLP equals the block (canonical forms, exactly)" if equal
+            else "REFUTED: the stored MLP differs from the block (please report)")
 
 
 def gate(record: dict[str, str], max_error: float) -> None:
@@ -919,6 +825,8 @@ def summary(record: dict[str, str]) -> list[str]:
     growth = "" if before == "n/a" or float(before) == 0 else \
         f" (x{float(after) / float(before):.3g})"
     lines.append(f"largest |weight|: {_g(before)} before, {_g(after)} after{growth}")
+    if record.get("equals"):
+        lines.append(f"equals the block: {record['equals']}")
     return lines
 
 

@@ -494,3 +494,23 @@ def test_a_relu_power_neuron_exactly_at_zero_is_a_valid_point(tmp_path):
 ])
 def test_post_rmsnorm_family_claims_are_the_bare_familys_and_check(tmp_path, text):
     assert [o for _, o, _ in outcomes(text, tmp_path)] == [PROVED]
+
+
+def test_an_exact_export_is_proved_equal_to_its_block(tmp_path):
+    """Stored values that are the exact witness (rounding error 0) are read back and proved
+    equal to the block by canonical forms; a post-norm block's export to its projected
+    block (the model then computes N(P(x)))."""
+    from absorb_formal.export import export
+
+    spec = tmp_path / "s.mlp"
+    down = "[[-1, 0, 1/2], [0, -1, 1/4]]"
+    spec.write_text(f"block D {{ activation relu dim 2 width 3 up = [[1, 0], [0, 1], [1, 1]] "
+                    f"down = {down} }}\nblock P {{ activation relu dim 2 width 3 norm post "
+                    f"layernorm {{ eps 1e-12 }} up = [[1, 0], [0, 1], [1, 1]] down = {down} }}\n"
+                    "block R { activation relu dim 2 width 3 up = [[1, 0], [0, 1], [1, 1]] "
+                    "down = [[-1, 0, 7/10], [0, -1, 3/10]] }\n")
+    for name in ("D", "P"):
+        record = export(spec, name, tmp_path / f"{name}.safetensors")
+        assert record["equals"].startswith("proved"), record["equals"]
+    rounded = export(spec, "R", tmp_path / "R.safetensors")  # 7/10 is no binary float
+    assert rounded["equals"].startswith("not tried")

@@ -80,20 +80,28 @@ def ints_of_array(array: np.ndarray) -> Ints:
     if not nonzero.any():
         return Ints(np.zeros(array.shape, dtype=np.int64), Fraction(1))
     low = np.where(nonzero, mantissas & -mantissas, 1)  # the lowest set bit, a power of two
-    # frexp of a power of two 2^k (k ≤ 62, exact in float64) is (0.5, k + 1), exactly
-    zeros = np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1
+    zeros = _bit_length(low) - 1  # 2^k has bit length k + 1
     odd = mantissas >> zeros
     exps = exponents.astype(np.int64) + zeros
     e0 = int(exps[nonzero].min())
     shift = np.where(nonzero, exps - e0, 0)
-    # |odd| < 2^62 here; its bit length bound from frexp can only be one too high (rounding
-    # up to a power of two), which keeps the check below on the safe side
-    length = np.frexp(np.abs(odd).astype(np.float64))[1].astype(np.int64)
+    length = _bit_length(np.abs(odd))  # |odd| < 2^63: abs of an int64 other than its minimum
     if int((length + shift).max()) <= INT64_BITS:
         ints = odd << shift
     else:
         ints = odd.astype(object) << shift.astype(object)
     return Ints(ints, Fraction(2) ** e0)
+
+
+def _bit_length(values: np.ndarray) -> np.ndarray:
+    """The bit length of each non-negative int64, in integer arithmetic (six halvings)."""
+    out = np.zeros(values.shape, dtype=np.int64)
+    rest = values.astype(np.int64, copy=True)
+    for step in (32, 16, 8, 4, 2, 1):
+        big = rest >= (np.int64(1) << np.int64(step))
+        out += np.where(big, step, 0)
+        rest = np.where(big, rest >> np.int64(step), rest)
+    return out + (rest > 0)
 
 
 def _ints_of_parts_slow(mantissas: np.ndarray, exponents: np.ndarray) -> Ints:

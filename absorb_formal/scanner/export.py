@@ -26,8 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import export as single
-from ..language.arrays import load_array, stored
-from .found import ScanError, TensorRef
+from ..language.arrays import stored
+from .found import ScanError
+from .plain import chosen as chosen_plain
+from .plain import plain_tensors, record
 from .run import BlockAnswer, ScanReport
 
 WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_dim",
@@ -83,7 +85,7 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
         return export_onnx(scanned, report, out, prefer, max_error)
     if problem := unexportable(checkpoint.kind, report.path):
         raise ScanError(problem)
-    chosen = {a.block.where: _chosen(report, a, checkpoint.root, prefer, max_error)
+    chosen = {a.block.where: chosen_plain(report, a, checkpoint.root, prefer, max_error)
               for a in report.blocks}
     # the widths exported: the proved ones, or wider constructions where the proved one
     # cannot be built or misses the gate (the notes say which and why)
@@ -93,14 +95,18 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
     replaced: dict[str, np.ndarray] = {}
     rounding: dict[str, float] = {}
     for answer in report.blocks:
-        tensors, rounding[answer.block.where] = _plain_tensors(
+        tensors, rounding[answer.block.where] = plain_tensors(
             answer, chosen[answer.block.where], width)
         replaced.update(tensors)
+    # the stored tensors proved equal to each block where they are its exact witness
+    equals = {where: single.proved_equal(c.witness.block, c.rounded)
+              for where, c in chosen.items()}
     if lines is not None:
         for where, c in chosen.items():
             lines.append(f"{where}: width {c.witness.claim_width} ({c.witness.construction})")
-            lines += [f"  {line}" for line in single.summary(_record(c, where))
+            lines += [f"  {line}" for line in single.summary(record(c, where))
                       if not line.startswith("max rounding")]
+            lines.append(f"  equals the block: {equals[where]}")
             if where in notes:
                 lines.append(f"  {notes[where]}")
     staging = Path(tempfile.mkdtemp(prefix=".absorb-export-", dir=out.parent
@@ -122,13 +128,14 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
             "prefer": prefer, "sample_inputs": single.SAMPLE_INPUTS,
             # per sublayer: the construction, its output-relative errors and weight growth
             # (`absorb_formal.export.sample_error`)
-            "errors": {where: {k: v for k, v in _record(c, where).items()
+            "errors": {where: {k: v for k, v in record(c, where).items()
                                if k.startswith(("sample_max", "sample_original", "weight_",
                                                 "construction", "sample_arith"))}
                        for where, c in chosen.items()},
             # largest |stored − exact| / |exact| over each sublayer's entries: 0 means the
             # stored tensors are the exact witness, and `equals` proves them equal
-            "max_rounding_rel_error": {k: float(f"{v:.6g}") for k, v in rounding.items()}}
+            "max_rounding_rel_error": {k: float(f"{v:.6g}") for k, v in rounding.items()},
+            "equals": equals}
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n",
                                              encoding="utf-8")
         out.mkdir(parents=True, exist_ok=True)
@@ -191,78 +198,6 @@ def _note(report: ScanReport, bare: bool) -> str:
 def _shown(answer: BlockAnswer) -> str:
     lo, hi = answer.min_width
     return "none" if lo is None and hi is None else f"{lo}..{hi if hi is not None else ''}"
-
-
-def _chosen(report: ScanReport, answer: BlockAnswer, root: Path, prefer: str,
-            max_error: float | None) -> single.Choice:
-    """The sublayer's construction at its proved width, or a wider one (`export.choose`),
-    rounded to the sublayer's dtype; ScanError when none passes the gate."""
-    assert report.report is not None and report.report.spec is not None
-    from .run import bare_name
-
-    norm = answer.block.norm
-    name = answer.block.name if norm is not None and norm.placement == "post" else \
-        bare_name(answer.block)
-    model = report.report.spec.blocks[name]
-    if model.norm is not None:  # post-norm: P absorbs the reduced block; N stays after it
-        from ..decide.sublayer import reduced
-
-        small, _, why = reduced(model)
-        if small is None:
-            raise ScanError(f"--export: {answer.block.where}: {why}")
-        model = small
-    dtype = _dtype(root, answer.block.up)
-    limit = single.default_max_error(dtype) if max_error is None else max_error
-    try:
-        found = single.find_witness(model, answer.proved_width, wider=True)
-        chosen = single.choose(found, dtype, None, limit, prefer)
-        single.gate(_record(chosen, answer.block.where, dtype), limit)
-        chosen.figures["sample_max_error_allowed"] = repr(float(limit))
-    except single.ExportError as error:
-        raise ScanError(f"--export: {answer.block.where}: {error}") from None
-    return chosen
-
-
-def _record(chosen: single.Choice, where: str, dtype: str | None = None) -> dict[str, str]:
-    """The figures of a sublayer's choice, as `export.summary` and `export.gate` read them."""
-    note = "; ".join(x for x in (chosen.witness.width_note, chosen.note) if x)
-    rounding = max((r.max_rel_error for r in chosen.rounded.values()), default=0.0)
-    return {**chosen.figures, "block": where, "dtype": dtype or _dtype_of(chosen),
-            "construction": chosen.witness.construction,
-            "width": str(chosen.witness.claim_width),
-            "max_rounding_rel_error": f"{rounding:.6g}",
-            "sample_max_error_allowed": chosen.figures.get("sample_max_error_allowed", "n/a"),
-            **({"width_note": note} if note else {})}
-
-
-def _dtype_of(chosen: single.Choice) -> str:
-    values = next(iter(chosen.rounded.values())).values
-    return "bfloat16" if values.dtype == np.uint16 else values.dtype.name
-
-
-def _plain_tensors(answer: BlockAnswer, chosen: single.Choice, width: int
-                   ) -> tuple[dict[str, np.ndarray], float]:
-    """The sublayer's plain MLP as tensors named and laid out as its own, in its dtype
-    (correctly rounded), and the largest relative rounding error."""
-    block = answer.block
-    rounded = single.padded(chosen.rounded, width)
-    out = {}
-    for field, item in rounded.items():
-        ref: TensorRef | None = getattr(block, field)
-        if ref is None:  # a bias the witness needs and the input lacks: its usual name
-            weight = getattr(block, "down" if field == "down_bias" else
-                             "gate" if field == "gate_bias" else "up")
-            ref = TensorRef(weight.file, weight.key.removesuffix(".weight") + ".bias")
-        values = item.values
-        out[ref.key] = values.T if ref.transpose else values
-    return out, max((r.max_rel_error for r in rounded.values()), default=0.0)
-
-
-def _dtype(root: Path, ref: TensorRef) -> str:
-    loaded = load_array(root / ref.file, ref.key)
-    if loaded.kind == "bf16":
-        return "bfloat16"
-    return "float64" if loaded.bits.dtype == np.float64 else "float32"
 
 
 def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],

@@ -290,14 +290,15 @@ def _rewrite(onnx: Any, graph: Graph, found: Plan, replaced: dict[str, np.ndarra
 
 def _tensors(report: Any, answer: Any, where: str, originals: FoundBlock, prefer: str,
              max_error: float | None) -> tuple[dict[str, np.ndarray], float, single.Witness]:
-    """The plain witness's tensors under the sublayer's names (`export._chosen`, its
-    construction chosen and gated as for a safetensors export, then `export._plain_tensors`):
+    """The plain witness's tensors under the sublayer's names (`plain.chosen`, its
+    construction chosen and gated as for a safetensors export, then `plain.plain_tensors`):
     a bias the graph lacks must be zero (there is no node to add it)."""
-    from .export import _chosen, _plain_tensors
+    from .plain import chosen as chosen_plain
+    from .plain import plain_tensors
 
-    chosen = _chosen(report, answer, report.checkpoint.root, prefer, max_error)
+    chosen = chosen_plain(report, answer, report.checkpoint.root, prefer, max_error)
     witness = chosen.witness
-    tensors, rounding = _plain_tensors(answer, chosen, witness.claim_width)
+    tensors, rounding = plain_tensors(answer, chosen, witness.claim_width)
     names = {getattr(originals, f).key for f in FIELDS if getattr(originals, f) is not None}
     for key in [k for k in tensors if k not in names]:
         values = tensors.pop(key)
