@@ -559,3 +559,38 @@ def test_a_pre_norm_export_is_refused_with_the_theorems_reason(cli, tmp_path):
     record = json.loads((tmp_path / "bare" / "config.json").read_text())["absorb_formal"]
     assert record["note"].startswith("NOT A DROP-IN REPLACEMENT")
     assert cli("scan", folder, "--export-bare").code == 2  # needs --export
+
+
+def vit(folder: Path, d: int = 3, m: int = 4) -> Path:
+    """A ViT-shaped pre-norm checkpoint: gelu with biases, layernorm_after before the MLP."""
+    rng = np.random.default_rng(RNG_SEED)
+    p = "vit.encoder.layer.0."
+    tensors = {p + "intermediate.dense.weight": rng.normal(size=(m, d)).astype(np.float32),
+               p + "intermediate.dense.bias": rng.normal(size=m).astype(np.float32),
+               p + "output.dense.weight": rng.normal(size=(d, m)).astype(np.float32),
+               p + "output.dense.bias": rng.normal(size=d).astype(np.float32),
+               p + "layernorm_after.weight": (1 + 0.1 * rng.normal(size=d)).astype(np.float32),
+               p + "layernorm_after.bias": (0.1 * rng.normal(size=d)).astype(np.float32)}
+    folder.mkdir(parents=True, exist_ok=True)
+    _save(folder / "model.safetensors", tensors)
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "vit", "hidden_size": d, "intermediate_size": m, "hidden_act": "gelu",
+         "layer_norm_eps": 1e-12}))
+    return folder
+
+
+@pytest.mark.parametrize("make", [gpt2, llama_sharded, vit], ids=["gpt2", "llama", "vit"])
+def test_pre_norm_checkpoints_are_no_at_any_width_with_checked_certificates(cli, tmp_path, make):
+    folder = make(tmp_path / "model")
+    spec = tmp_path / "out" / "model.mlp"
+    run = cli("scan", "--json", folder, "--write-spec", spec, "--certificates", tmp_path / "c")
+    assert run.code == 0, run.err
+    for answer in run.json()["blocks"]:
+        assert answer["norm"]["placement"] == "pre", answer
+        assert (answer["absorbable"], answer["any_width"], answer["min_width"]) == (
+            "no", "no", [None, None]), answer
+    check = cli("check", tmp_path / "c")
+    assert check.code == 0 and "0 invalid" in check.out and "0 stale" in check.out, check.out
+    assert cli("--expect", spec).code == 0
+    export = cli("scan", folder, "--export", tmp_path / "plain")
+    assert export.code == 2 and "§10.2" in export.err and not (tmp_path / "plain").exists()
