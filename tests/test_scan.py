@@ -86,9 +86,11 @@ def test_gpt2_conv1d_blocks_are_found_transposed_and_the_rest_listed(tmp_path):
     block = found[0]
     assert (block.dim, block.width, block.activation) == (3, 4, "relu")
     assert block.up.transpose and block.down.transpose  # Conv1D stores input × output
-    assert {s.why for s in skipped} == {"not an MLP sublayer"}
+    assert {s.why for s in skipped} == {"not an MLP sublayer", "read as the norm beside an "
+                                        "MLP sublayer (its NORM column)"}
     assert any("attention" in s.where for s in skipped) and any("norm" in s.where
                                                                 for s in skipped)
+    assert block.norm is not None and block.norm.gamma.key == "transformer.h.0.ln_2.weight"
 
 
 def test_sharded_llama_blocks_are_gated_swiglu_from_config(tmp_path):

@@ -322,9 +322,14 @@ def find_named(checkpoint: Checkpoint, activation: str | None, force: bool = Fal
             taken |= {f"{n}.{s}" for n in names.values() for s in ("weight", "bias")}
     order = {key: i for i, key in enumerate(tensors)}
     found.sort(key=lambda b: order[b.up.key])
-    from .norms import attach  # the norm beside each sublayer, from config.json's family
+    from .norms import attach, used  # the norm beside each sublayer, by config.json's family
 
     found = attach(found, tensors, checkpoint.config, prefixes)
+    norms = used(found)
+    if norms:  # read as part of a sublayer: said so, not passed over as "not an MLP"
+        skipped.append(Skipped(f"{len(norms)} norm tensor(s), e.g. {norms[0]}",
+                               "read as the norm beside an MLP sublayer (its NORM column)"))
+        taken |= set(norms)
     for key, why in partial.items():  # an up tensor without its partners: said as such
         if key not in taken:
             skipped.append(Skipped(key, why))

@@ -93,6 +93,17 @@ def attach(blocks: list[FoundBlock], tensors: dict[str, tuple[str, tuple[int, ..
                                   config)) for b in blocks]
 
 
+def used(blocks: list[FoundBlock]) -> list[str]:
+    """The tensors the blocks' norms read (γ, β of each norm), in order, once each."""
+    keys: list[str] = []
+    for block in blocks:
+        norm = block.norm
+        while norm is not None:
+            keys += [r.key for r in (norm.gamma, norm.beta) if r is not None]
+            norm = norm.second
+    return list(dict.fromkeys(keys))
+
+
 def _norm(block: FoundBlock, tensors: dict[str, tuple[str, tuple[int, ...]]], prefix: str,
           model: str, family: Family | None, config: dict[str, Any]) -> FoundNorm | None:
     if family is None:
