@@ -490,26 +490,30 @@ def test_no_mlp_prints_no_empty_table(cli, tmp_path):
 
 # ---- normalised sublayers: what export may write -----------------------------------------
 
-def bert(folder: Path, d: int = 3, m: int = 4) -> Path:
-    """A BERT-shaped post-norm checkpoint: erf gelu with biases, output.LayerNorm after the
-    residual sum (model_type bert, layer_norm_eps 1e-12)."""
+def _encoder(folder: Path, model_type: str, prefix: str, norm: str, d: int, m: int) -> Path:
+    """A BERT/ViT-shaped checkpoint: erf gelu with biases (intermediate.dense, output.dense)
+    and the LayerNorm `norm` beside the MLP (layer_norm_eps 1e-12)."""
     rng = np.random.default_rng(RNG_SEED)
-    prefix = "bert.encoder.layer.0."
     tensors = {
         prefix + "intermediate.dense.weight": rng.normal(size=(m, d)).astype(np.float32),
         prefix + "intermediate.dense.bias": rng.normal(size=m).astype(np.float32),
         prefix + "output.dense.weight": rng.normal(size=(d, m)).astype(np.float32),
         prefix + "output.dense.bias": rng.normal(size=d).astype(np.float32),
-        prefix + "output.LayerNorm.weight": (1 + 0.1 * rng.normal(size=d)).astype(np.float32),
-        prefix + "output.LayerNorm.bias": (0.1 * rng.normal(size=d)).astype(np.float32),
+        prefix + f"{norm}.weight": (1 + 0.1 * rng.normal(size=d)).astype(np.float32),
+        prefix + f"{norm}.bias": (0.1 * rng.normal(size=d)).astype(np.float32),
         prefix + "attention.self.query.weight": np.ones((d, d), np.float32),
     }
     folder.mkdir(parents=True, exist_ok=True)
     _save(folder / "model.safetensors", tensors)
     (folder / "config.json").write_text(json.dumps(
-        {"model_type": "bert", "hidden_size": d, "intermediate_size": m, "hidden_act": "gelu",
-         "layer_norm_eps": 1e-12}))
+        {"model_type": model_type, "hidden_size": d, "intermediate_size": m,
+         "hidden_act": "gelu", "layer_norm_eps": 1e-12}))
     return folder
+
+
+def bert(folder: Path, d: int = 3, m: int = 4) -> Path:
+    """A BERT-shaped post-norm checkpoint: output.LayerNorm after the residual sum."""
+    return _encoder(folder, "bert", "bert.encoder.layer.0.", "output.LayerNorm", d, m)
 
 
 def _gelu(z: np.ndarray) -> np.ndarray:
@@ -564,21 +568,8 @@ def test_a_pre_norm_export_is_refused_with_the_theorems_reason(cli, tmp_path):
 
 
 def vit(folder: Path, d: int = 3, m: int = 4) -> Path:
-    """A ViT-shaped pre-norm checkpoint: gelu with biases, layernorm_after before the MLP."""
-    rng = np.random.default_rng(RNG_SEED)
-    p = "vit.encoder.layer.0."
-    tensors = {p + "intermediate.dense.weight": rng.normal(size=(m, d)).astype(np.float32),
-               p + "intermediate.dense.bias": rng.normal(size=m).astype(np.float32),
-               p + "output.dense.weight": rng.normal(size=(d, m)).astype(np.float32),
-               p + "output.dense.bias": rng.normal(size=d).astype(np.float32),
-               p + "layernorm_after.weight": (1 + 0.1 * rng.normal(size=d)).astype(np.float32),
-               p + "layernorm_after.bias": (0.1 * rng.normal(size=d)).astype(np.float32)}
-    folder.mkdir(parents=True, exist_ok=True)
-    _save(folder / "model.safetensors", tensors)
-    (folder / "config.json").write_text(json.dumps(
-        {"model_type": "vit", "hidden_size": d, "intermediate_size": m, "hidden_act": "gelu",
-         "layer_norm_eps": 1e-12}))
-    return folder
+    """A ViT-shaped pre-norm checkpoint: layernorm_after before the MLP."""
+    return _encoder(folder, "vit", "vit.encoder.layer.0.", "layernorm_after", d, m)
 
 
 @pytest.mark.parametrize("make", [gpt2, llama_sharded, vit], ids=["gpt2", "llama", "vit"])
