@@ -90,8 +90,10 @@ def decide(block: Block) -> Decision:
             if confirmed >= CONFIRMS:
                 break
             continue
+        kept = ("; keeping the norm does not help either: S x0 ≠ 0"
+                if any(block.skip.apply(tuple(x0))) else "")
         return Decision(False, METHOD, cert, detail="the branch's limit along rays moves at "
-                                                    "x0: no plain stack of any depth")
+                                                    "x0: no plain stack of any depth" + kept)
     return undecided("no point found where the branch's limit along rays moves (docs/rules.md,"
                      " §10.2: a relu branch may be constant on the norm's image, e.g. dead "
                      "neurons): not decided")
