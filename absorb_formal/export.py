@@ -798,7 +798,8 @@ def gate(record: dict[str, str], max_error: float) -> None:
             f"{record['width']}) are off by {measured:.6g} of the block's output (the largest "
             f"|exported - block| over {record['sample_points']} sample points, over the "
             f"median largest |block|), beyond the {max_error:.6g} allowed; nothing written ("
-            + growth + ("a wider --dtype, or " if record["dtype"] != "float64" else "")
+            + growth + ("a wider --dtype, or " if record["dtype"] != "float64"
+                        and record.get("source") != "scan" else "")
             + "--max-error to accept more"
             + (f"; {record['width_note']}" if record.get("width_note") else "") + ")")
 
@@ -826,7 +827,11 @@ def summary(record: dict[str, str]) -> list[str]:
         f" (x{float(after) / float(before):.3g})"
     lines.append(f"largest |weight|: {_g(before)} before, {_g(after)} after{growth}")
     if record.get("equals"):
-        lines.append(f"equals the block: {record['equals']}")
+        what = "the projected block" if "projected block" in record.get("sublayer", "") else \
+            "the block"
+        lines.append(f"equals {what}: {record['equals']}")
+    if record.get("sublayer"):
+        lines.append(record["sublayer"])
     return lines
 
 

@@ -587,3 +587,10 @@ def test_pre_norm_checkpoints_are_no_at_any_width_with_checked_certificates(cli,
     assert cli("--expect", spec).code == 0
     export = cli("scan", folder, "--export", tmp_path / "plain")
     assert export.code == 2 and "§10.2" in export.err and not (tmp_path / "plain").exists()
+
+
+def test_a_refused_export_says_why_in_the_json_too(cli, tmp_path):
+    run = cli("scan", "--json", gpt2(tmp_path / "g"), "--export", tmp_path / "plain")
+    doc = run.json()
+    assert run.code == 2 and doc["exit_code"] == 2 and doc["export"] is None
+    assert "§10.2" in doc["error"] and doc["error"] in run.err

@@ -514,3 +514,21 @@ def test_an_exact_export_is_proved_equal_to_its_block(tmp_path):
         assert record["equals"].startswith("proved"), record["equals"]
     rounded = export(spec, "R", tmp_path / "R.safetensors")  # 7/10 is no binary float
     assert rounded["equals"].startswith("not tried")
+
+
+def test_a_saturated_gelu_branch_is_still_refuted(tmp_path):
+    """A branch that moves very little (gelu far below 0: σ' about 1e-14) is proposed by the
+    float search all the same, and the checker's balls prove it moves."""
+    text = ("block S { activation gelu dim 2 width 1 bias norm pre rmsnorm { eps 1e-5 } "
+            "up = [[1, 0]] up_bias = [-8] down = [[1], [1]] }\nclaim S is not absorbable\n")
+    [(_, outcome, doc)] = outcomes(text, tmp_path)
+    assert outcome == PROVED and doc["certificate"]["kind"] == "ray limit"
+
+
+def test_the_generic_engine_decides_no_norm(tmp_path):
+    from absorb_formal.decide.dispatch import decide
+
+    spec = load_text(block("gelu", "pre layernorm { eps 1e-5 }") + "claim B is not absorbable\n",
+                     "s.mlp", tmp_path)
+    result = decide(spec, spec.statements[0], "generic")
+    assert result.outcome == UNKNOWN and "generic engine encodes no norm" in result.reason

@@ -270,6 +270,7 @@ class _Reader:
         while not self.accept("}"):
             word = self.take(kind="name")
             if word.text == "eps":
+                self.accept("=")  # `eps 1e-5` or `eps = 1e-5`
                 eps = self.number()
                 continue
             if word.text not in ("gamma", "beta"):

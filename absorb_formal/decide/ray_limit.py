@@ -27,6 +27,7 @@ UNGATED = ("relu", "leaky_relu", "relu_pow", "gelu", "gelu_tanh", "silu")
 GATED = ("silu", "gelu", "relu")  # swiglu, geglu, reglu
 TRIES = 24
 CONFIRMS = 4
+CLEAR = 1e-8  # a float derivative this large, relative to its terms, is tried first
 
 
 def gated_rule_applies(block: Block) -> bool:
@@ -77,26 +78,29 @@ def decide(block: Block) -> Decision:
     layer = _checker_layer(block)
     json = _checker_block(block)
     rng = np.random.default_rng(20261204)
-    confirmed = 0
+    proposals: list[tuple[float, list[Fraction], list[Fraction]]] = []
     for _ in range(TRIES):
         x0, w = _candidate(block.norm.norms[0], block.dim, rng)
-        if data.outputs(x0, w, block.norm) is None:  # no clearly non-zero entry in floats
-            continue
+        strength = data.strength(x0, w, block.norm)
+        if strength > 0:
+            proposals.append((strength, x0, w))
+        if strength > CLEAR:
+            break  # clearly non-zero in floats: confirm it first
+    proposals.sort(key=lambda p: -p[0])  # the clearest first; faint ones may still hold
+    for _, x0, w in proposals[:CONFIRMS]:
         cert = {"kind": kernel.KIND, "x0": [str(v) for v in x0], "w": [str(v) for v in w]}
-        confirmed += 1
         try:
             kernel.check(json, layer, cert)
         except (kernel.Invalid, ArithmeticError, ValueError, RecursionError):  # not confirmed
-            if confirmed >= CONFIRMS:
-                break
             continue
         kept = ("; keeping the norm does not help either: S x0 ≠ 0"
                 if any(block.skip.apply(tuple(x0))) else "")
         return Decision(False, METHOD, cert, detail="the branch's limit along rays moves at "
                                                     "x0: no plain stack of any depth" + kept)
-    return undecided("no point found where the branch's limit along rays moves (docs/rules.md,"
-                     " §10.2: a relu branch may be constant on the norm's image, e.g. dead "
-                     "neurons): not decided")
+    return undecided("no point found where the branch's limit along rays moves (docs/rules.md "
+                     "§10.2): the branch may be constant on the norm's image (relu neurons "
+                     "dead there, gelu or silu saturated), or move too little for the float "
+                     "search to propose a point; not decided")
 
 
 def _candidate(first: Norm, d: int, rng: np.random.Generator

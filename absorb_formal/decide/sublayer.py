@@ -93,6 +93,9 @@ def decide(spec: Spec, statement: Statement, engine: str, decide_block: Decide) 
     why = degenerate(block)
     if why:
         return unknown(f"{block.norm.placement}-norm sublayer: {why}")
+    if engine == "generic":  # the generic engine knows no theorem, and encodes no norm
+        return unknown(f"{block.norm.placement}-norm sublayer: the generic engine encodes no "
+                       "norm (the theory engine decides it by docs/rules.md §10.2)")
     if ray_limit.gated_rule_applies(block):
         found = ray_limit.gated(block)
     elif not block.is_concrete:

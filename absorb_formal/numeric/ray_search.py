@@ -27,8 +27,14 @@ class Search:
         self.b = _floats(layer.up_bias, m)
         self.g = _floats(layer.gate_bias, m)
 
-    def outputs(self, x0: list[Fraction], w: list[Fraction], norm: Any) -> list[int] | None:
-        """The output coordinate(s) where the derivative is clearly non-zero, or None."""
+    def strength(self, x0: list[Fraction], w: list[Fraction], norm: Any) -> float:
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            found = self._strength(x0, w, norm)
+        return found if np.isfinite(found) else 0.0
+
+    def _strength(self, x0: list[Fraction], w: list[Fraction], norm: Any) -> float:
+        """How far from 0 the derivative of F ∘ N∞ at x0 along w looks in floats, relative to
+        the terms' size (0: a relu neuron sits at its kink, or nothing moves)."""
         first = norm.norms[0]
         d = len(x0)
         x = np.array([float(v) for v in x0])
@@ -46,20 +52,18 @@ class Search:
         if self.gate is None:
             near = np.abs(z[moving]) < 1e-9 * (1 + np.abs(z).max())
             if kind in ("relu", "leaky_relu") and bool(near.any()):
-                return None
+                return 0.0
             g = self.down @ (_slope(kind, z, self.act) * (self.up @ direction))
         else:
             zg = self.gate @ n_inf + self.g
             if kind == "relu" and np.min(np.abs(zg)) < 1e-9 * (1 + np.abs(zg).max()):
-                return None
+                return 0.0
             g = self.down @ (_slope(kind, zg, self.act) * (self.gate @ direction) * z
                              + _value(kind, zg) * (self.up @ direction))
         scale = float(np.abs(self.down).sum(axis=1).max()) * (1 + float(np.abs(z).max()))
         if norm.placement == "sandwich" and norm.norms[1].kind == "layernorm":
-            i, k = int(np.argmax(g)), int(np.argmin(g))
-            return [i, k] if g[i] - g[k] > 1e-8 * scale else None
-        i = int(np.argmax(np.abs(g)))
-        return [i] if abs(g[i]) > 1e-8 * scale else None
+            return float(g.max() - g.min()) / scale  # N₂'s Jacobian kills span(1)
+        return float(np.abs(g).max()) / scale
 
 
 def _floats(v: Any, n: int, fill: float = 0.0) -> np.ndarray:

@@ -62,7 +62,8 @@ output:
      "absorbable": "yes"|"no"|"unknown", "min_width": [lo, hi], "method", "reason",
      "seconds", "norm": {"kind", "placement", "eps"}, "any_width": "yes"|"no"|"unknown",
      "bare": {"question", "absorbable", "min_width", "any_width", "method", "reason"}}],
-     "skipped": [{"where", "why"}], "spec", "certificates", "export", "exit_code"}
+     "skipped": [{"where", "why"}], "spec", "certificates", "export", "error" (only when
+     a file asked for was not written: why), "exit_code"}
   norm: kind layernorm or rmsnorm, placement pre, post, sandwich or unknown, eps the
   exact decimal (all null when no norm sits beside the MLP).
   The fields before "norm" describe the sublayer. min_width: lo = hi when exact; hi null
@@ -202,19 +203,21 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
         print(f"absorb-prove scan: error: {args.path}: no MLP sublayer found (what was "
               "skipped, and why, is listed on stdout)", file=stderr)
         code = EXIT_ERROR
+    failed = ""  # why a file asked for was not written (also in --json's "error")
     try:
         if code != EXIT_ERROR:
             files.update(_write_files(report, args, said))
     except ScanError as error:
-        print(f"absorb-prove scan: error: {error}", file=stderr)
-        code = EXIT_ERROR
+        failed = str(error)
     except OSError as error:  # a folder that refuses the files: said, never a traceback
-        print(f"absorb-prove scan: error: {error.filename or ''}: cannot write: "
-              f"{error.strerror or error}", file=stderr)
+        failed = f"{error.filename or ''}: cannot write: {error.strerror or error}"
+    if failed:
+        print(f"absorb-prove scan: error: {failed}", file=stderr)
         code = EXIT_ERROR
     if args.json:
         print(json.dumps({**report.as_json(), **{k: files.get(k) for k in
                                                  ("spec", "certificates", "export")},
+                          **({"error": failed} if failed else {}),
                           "exit_code": code}, indent=2), file=stdout)
         for line in said:  # beside the one JSON document on stdout
             print(line, file=stderr)

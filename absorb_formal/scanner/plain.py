@@ -50,6 +50,7 @@ def record(chosen: single.Choice, where: str, dtype: str | None = None) -> dict[
     note = "; ".join(x for x in (chosen.witness.width_note, chosen.note) if x)
     rounding = max((r.max_rel_error for r in chosen.rounded.values()), default=0.0)
     return {**chosen.figures, "block": where, "dtype": dtype or _dtype_of(chosen),
+            "source": "scan",  # the gate's hint: scan writes the checkpoint's own dtype
             "construction": chosen.witness.construction,
             "width": str(chosen.witness.claim_width),
             "max_rounding_rel_error": f"{rounding:.6g}",
