@@ -594,3 +594,17 @@ def test_a_refused_export_says_why_in_the_json_too(cli, tmp_path):
     doc = run.json()
     assert run.code == 2 and doc["exit_code"] == 2 and doc["export"] is None
     assert "§10.2" in doc["error"] and doc["error"] in run.err
+
+
+def test_a_forced_activation_is_said_in_the_output_and_the_spec(cli, tmp_path):
+    folder = gpt2(tmp_path / "g", norms=False)
+    spec = tmp_path / "s.mlp"
+    run = cli("scan", "--json", folder, "--activation", "gelu", "--force-activation",
+              "--write-spec", spec)
+    assert run.code in (0, 3), run.err
+    notes = run.json()["blocks"][0]["notes"]
+    assert any("--force-activation: decided as gelu; config.json says 'relu'" in n
+               for n in notes), notes
+    assert "--force-activation" in spec.read_text()
+    assert "--force-activation: decided as gelu" in cli("scan", folder, "--activation", "gelu",
+                                                        "--force-activation").out

@@ -60,7 +60,8 @@ output:
   With --json, stdout holds one JSON document instead:
     {"path", "blocks": [{"name", "where", "activation", "dim", "width", "bias",
      "absorbable": "yes"|"no"|"unknown", "min_width": [lo, hi], "method", "reason",
-     "seconds", "norm": {"kind", "placement", "eps"}, "any_width": "yes"|"no"|"unknown",
+     "seconds", "notes", "norm": {"kind", "placement", "eps"},
+     "any_width": "yes"|"no"|"unknown",
      "bare": {"question", "absorbable", "min_width", "any_width", "method", "reason"}}],
      "skipped": [{"where", "why"}], "spec", "certificates", "export", "error" (only when
      a file asked for was not written: why), "exit_code"}
@@ -353,6 +354,8 @@ def table(report: ScanReport) -> str:
             out.append(f"  {answer.block.where}: {answer.reason}")
         if answer.bare is not None and answer.bare.reason:
             out.append(f"  {answer.block.where} (bare block): {answer.bare.reason}")
+        out += [f"  {answer.block.where}: {note}" for note in answer.block.notes
+                if note.startswith("--force-activation")]
     if any(a.normalised for a in report.blocks):
         out.append("NORM: where the norm sits (pre: x + F(N(x)), post: N(x + F(x)), sandwich: "
                    "x + N2(F(N(x))));\n  ABSORBABLE and MIN WIDTH answer for that sublayer; "

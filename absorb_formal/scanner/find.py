@@ -325,6 +325,10 @@ def find_named(checkpoint: Checkpoint, activation: str | None, force: bool = Fal
     from .norms import attach, used  # the norm beside each sublayer, by config.json's family
 
     found = attach(found, tensors, checkpoint.config, prefixes)
+    if named.force and named.asked is not None and named.config is not None \
+            and named.asked != named.config:  # said in the spec's comment and the output
+        found = [_renoted(b, f"--force-activation: decided as {b.activation}; config.json "
+                             f"says {named.config!r}") for b in found]
     norms = used(found)
     if norms:  # read as part of a sublayer: said so, not passed over as "not an MLP"
         skipped.append(Skipped(f"{len(norms)} norm tensor(s), e.g. {norms[0]}",
@@ -354,6 +358,11 @@ def _module(prefix: str, convention: Convention) -> str:
             break
         common.append(a)
     return (prefix + ".".join(common)).rstrip(".") or convention.up
+
+
+def _renoted(block: FoundBlock, note: str) -> FoundBlock:
+    from dataclasses import replace
+    return replace(block, notes=(*block.notes, note))
 
 
 def _renamed(block: FoundBlock, name: str) -> FoundBlock:
@@ -512,4 +521,8 @@ def _with_activation(block: FoundBlock, activation: str, force: bool, path: Path
     if block.activation and asked != block.activation and not force:
         contradicts(f"{path}: {block.where}", activation, asked,
                     f"the graph, which computes {block.activation}")
-    return replace(block, activation=asked)
+    notes = block.notes
+    if block.activation and asked != block.activation:  # forced: said in the spec and output
+        notes += (f"--force-activation: decided as {asked}, but the graph computes "
+                  f"{block.activation}",)
+    return replace(block, activation=asked, notes=notes)

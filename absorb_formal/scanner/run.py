@@ -74,6 +74,7 @@ class BlockAnswer:
                 "width": b.width, "bias": b.biased, "absorbable": self.absorbable,
                 "min_width": list(self.min_width), "method": self.method,
                 "reason": self.reason, "seconds": round(self.seconds, 3),
+                "notes": list(b.notes),
                 "norm": {"kind": norm.kind or None if norm else None,
                          "placement": norm.placement if norm else None,
                          "eps": norm.eps or None if norm else None},
