@@ -532,3 +532,15 @@ def test_the_generic_engine_decides_no_norm(tmp_path):
                      "s.mlp", tmp_path)
     result = decide(spec, spec.statements[0], "generic")
     assert result.outcome == UNKNOWN and "generic engine encodes no norm" in result.reason
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("block A {\n activation relu dim 2 width 2\n norm pre rmsnorm { eps 1e-5\n}\nquery A\n",
+     "closed the norm opened at 3:11: is the norm's own '}' missing?"),
+    ("block A {\n activation relu dim 2\n norm pre rmsnorm { eps 1e-5\n width 2\n"
+     " up = [[1, 0], [0, 1]]\n}\n", "the norm opened at 3:11 is still open"),
+])
+def test_a_norm_left_open_is_named(tmp_path, text, said):
+    with pytest.raises(SpecError) as error:
+        load_text(text, "s.mlp", tmp_path)
+    assert said in error.value.diagnostics[0].message, error.value.diagnostics[0].message

@@ -22,7 +22,7 @@ from lark.exceptions import (
 
 from .. import diskcache
 from .errors import Diagnostic, SpecError
-from .hints import character_hint, did_you_mean, unclosed, written_elsewhere
+from .hints import character_hint, did_you_mean, open_sections, unclosed, written_elsewhere
 from .numbers import NumberError, parse_rational
 from .syntax import (
     ActivationExpr,
@@ -283,7 +283,30 @@ def _describe(error: UnexpectedInput, text: str) -> tuple[Pos, str]:
     hint = did_you_mean(str(token), _keywords_in(error.expected)) if shown.isidentifier() else ""
     if hint:
         return Pos(token.line, token.column), f"unexpected {shown!r}: {hint} (expected {expected})"
-    return Pos(token.line, token.column), f"unexpected {shown!r}; expected {expected}"
+    return Pos(token.line, token.column), (f"unexpected {shown!r}; expected {expected}"
+                                           + _norm_left_open(text, start))
+
+
+NORM_KINDS = ("layernorm", "rmsnorm")
+
+
+def _norm_left_open(text: str, at: int) -> str:
+    """A hint when a norm clause's `{` is the likely culprit: still open at the error, or
+    closed by a `}` on a later line than it opened (the block's own, most likely)."""
+    closed: list[tuple[str, Pos, Pos]] = []
+    stack = open_sections(text, at, closed)
+    norm = [(what, where) for what, where in stack
+            if what.endswith(tuple(f"'{k}'" for k in NORM_KINDS))]
+    if norm:
+        where = norm[-1][1]
+        return (f" (the norm opened at {where.line}:{where.column} is still open: is its "
+                "'}' missing?)")
+    if stack and closed and closed[-1][0].endswith(tuple(f"'{k}'" for k in NORM_KINDS)) \
+            and closed[-1][2].line > closed[-1][1].line:
+        _, opened, shut = closed[-1]
+        return (f" (the '}}' at {shut.line}:{shut.column} closed the norm opened at "
+                f"{opened.line}:{opened.column}: is the norm's own '}}' missing?)")
+    return ""
 
 
 def _at_end(text: str, expected: Any) -> str:
