@@ -608,3 +608,15 @@ def test_a_forced_activation_is_said_in_the_output_and_the_spec(cli, tmp_path):
     assert "--force-activation" in spec.read_text()
     assert "--force-activation: decided as gelu" in cli("scan", folder, "--activation", "gelu",
                                                         "--force-activation").out
+
+
+def test_a_known_family_without_its_eps_is_placed_but_not_decided(cli, tmp_path):
+    folder = llama_sharded(tmp_path / "l")
+    config = json.loads((folder / "config.json").read_text())
+    del config["rms_norm_eps"]
+    (folder / "config.json").write_text(json.dumps(config))
+    run = cli("scan", "--json", folder)
+    first = run.json()["blocks"][0]
+    assert run.code == 3 and first["absorbable"] == "unknown" and "rms_norm_eps" in first["reason"]
+    assert first["norm"] == {"kind": "rmsnorm", "placement": "pre", "eps": None}
+    assert "pre rmsnorm?" in cli("scan", folder).out

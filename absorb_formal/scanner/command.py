@@ -325,6 +325,8 @@ def _norm(answer: BlockAnswer) -> str:
         return "-"
     if norm.placement == "unknown":
         return "?"
+    if not norm.known:  # placed, but its ε is missing
+        return f"{norm.placement} {norm.kind}?"
     short = {"layernorm": "LN", "rmsnorm": "RMS"}
     second = f"+{short[norm.second.kind]}" if norm.second is not None else ""
     return f"{norm.placement} {short.get(norm.kind, norm.kind)}{second}"

@@ -41,6 +41,11 @@ class FoundNorm:
     gamma_offset: str = "0"
     source: str = ""
 
+    @property
+    def known(self) -> bool:
+        """Placed and with its ε: a sublayer that can be stated (else `source` says why)."""
+        return self.placement != "unknown" and bool(self.eps)
+
 
 @dataclass(frozen=True)
 class FoundBlock:

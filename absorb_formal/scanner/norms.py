@@ -116,8 +116,8 @@ def _norm(block: FoundBlock, tensors: dict[str, tuple[str, tuple[int, ...]]], pr
             f"{model or 'model without config.json model_type'} puts it (before or after "
             "the MLP) is not known to absorb_formal: the sublayer is not decided"))
     eps, eps_source = eps_of(config, family)
-    if eps is None:
-        return FoundNorm(family.kind, "unknown", "", source=(
+    if eps is None:  # placed by the family, but not stated without ε
+        return FoundNorm(family.kind, family.placement, "", source=(
             f"config.json gives no ε ({', '.join(EPS_KEYS)}) for this {model} model"))
     parts = []
     for name in family.names:

@@ -123,7 +123,7 @@ def spec_lines(blocks: list[FoundBlock], root: Path, folder: Path, source: str
     for b in blocks:
         lines.append(f"# {b.where}" + (f" ({', '.join(b.notes)})" if b.notes else ""))
         norm = b.norm
-        if norm is not None and norm.placement != "unknown":
+        if norm is not None and norm.known:
             lines.append(f"# {norm.placement}-norm {norm.kind}: {norm.source}")
             lines += _block_lines(b, b.name, root, folder, _norm_clause(norm, root, folder))
             lines += [f"claim {b.name} is absorbable", f"query {b.name}"]
@@ -234,7 +234,7 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
         if block.norm is None:
             result.blocks.append(bare)
             continue
-        if block.norm.placement == "unknown":
+        if not block.norm.known:
             result.blocks.append(BlockAnswer(block, "unknown", (1, None), "", block.norm.source,
                                              seconds, bare=bare))
             continue
