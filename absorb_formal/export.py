@@ -208,6 +208,48 @@ def array_names(depth: int) -> Iterator[tuple[int, str, str]]:
             yield index, name, prefix + name
 
 
+HOMOGENEOUS = ("relu", "leaky_relu")  # σ(t z) = t σ(z) for t > 0
+
+
+def balanced(block: Block, layers: Sequence[Layer]) -> tuple[Layer, ...]:
+    """The witness with each neuron of a positively homogeneous σ (relu, leaky_relu; depth
+    1, ungated) rescaled by a power of two t: (u, b, d) → (t u, t b, d / t) computes the
+    same function, exactly. t brings the neuron's largest up entry and its largest down
+    entry within a factor 2 of each other, so that a witness in canonical scale (a key's
+    leading entry ±1) does not carry the whole size in one of the two."""
+    if (block.activation.gated or block.activation.scalar.kind not in HOMOGENEOUS
+            or len(layers) != 1):
+        return tuple(layers)
+    layer = layers[0]
+    ups, downs = [list(r) for r in layer.up.rows], [list(r) for r in layer.down.rows]
+    bias = None if layer.up_bias is None else list(layer.up_bias)
+    if not all(type(v) is Fraction for v in [*(v for r in ups + downs for v in r),
+                                             *(bias or [])]):
+        return tuple(layers)  # algebraic or symbolic entries: kept as proved
+
+    def log2(x: Fraction) -> int:  # within one of log2(x), in integers
+        return x.numerator.bit_length() - x.denominator.bit_length()
+
+    for i, row in enumerate(ups):
+        big_up = max([abs(v) for v in row] + ([abs(bias[i])] if bias else []))
+        big_down = max(abs(r[i]) for r in downs)
+        if big_up == 0 or big_down == 0:
+            continue
+        k = (log2(big_down) - log2(big_up)) // 2  # t = 2^k: exact
+        if k == 0:
+            continue
+        t = Fraction(2) ** k
+        ups[i] = [v * t for v in row]
+        if bias is not None:
+            bias[i] *= t
+        for r in downs:
+            r[i] /= t
+    from dataclasses import replace
+
+    return (replace(layer, up=Matrix(ups), down=Matrix(downs),
+                    up_bias=None if bias is None else tuple(bias)),)
+
+
 def rounded_arrays(layers: Sequence[Layer], dtype: str) -> dict[str, Rounded]:
     out: dict[str, Rounded] = {}
     for index, name, key in array_names(len(layers)):
@@ -643,7 +685,8 @@ def built(found: Witness, dtype: str, points: int | None
           ) -> tuple[dict[str, Rounded], dict[str, str]]:
     """The witness rounded to `dtype` and padded to its width, and its sample figures;
     large.TooWide when a doubles construction cannot be rounded (`enclosed_doubles`)."""
-    rounded = padded(rounded_arrays(found.layers, dtype) if found.layers is not None
+    rounded = padded(rounded_arrays(balanced(found.block, found.layers), dtype)
+                     if found.layers is not None
                      else construction_arrays(found.block, dtype, found.decision.certificate),
                      found.claim_width)
     return rounded, sample_error(found.block, {k: r.as_float64() for k, r in rounded.items()},

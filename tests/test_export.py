@@ -477,3 +477,21 @@ def test_max_error_without_a_sample_is_refused(cli, spec, tmp_path):
               "--max-error", "1e-30")
     assert run.code == 2 and "--max-error needs the sample" in run.err
     assert not (tmp_path / "r.npz").exists()
+
+
+def test_an_exported_relu_witness_is_balanced_and_still_exact(tmp_path):
+    """A relu witness in canonical scale (each key's leading entry ±1) carries a neuron's
+    whole size in its down column; export rescales each neuron by a power of two (exact for
+    positively homogeneous σ), so the largest weight stays near the block's, and the stored
+    arrays are still proved equal to the block."""
+    from absorb_formal.export import export
+
+    spec = tmp_path / "s.mlp"
+    # D_J U_J = -I, J = {1, 2}: U_J = [[1/256, 1], [1, 0]], D_J = -U_J^-1. Neuron 1's key
+    # in canonical scale is (1, 256): its up row alone would grow 256-fold
+    spec.write_text("block R { activation relu dim 2 width 3 "
+                    "up = [[1/256, 1], [1, 0], [1, 1]] "
+                    "down = [[0, -1, 1/2], [-1, 1/256, 1/4]] }\n")
+    record = export(spec, "R", tmp_path / "R.safetensors")
+    assert float(record["weight_max_abs_after"]) <= 2 * float(record["weight_max_abs_before"])
+    assert record["equals"].startswith("proved"), record["equals"]
