@@ -148,6 +148,8 @@ def test_a_post_layernorm_sublayer_keeps_its_norm_and_the_models_outputs(cli, tm
     # float32 weights: each rounded once, so the outputs move by a few float32 ulps at most
     worst = same_outputs(path, tmp_path / "out" / "model.onnx", 2e-6)
     assert 0 < made["max_rounding_rel_error"]["mlp"] < 2.0 ** -23
+    # each sublayer's choice on screen (stderr beside --json), as for a safetensors export
+    assert f"mlp: width {width} (" in scan.err and "largest |weight|" in scan.err, scan.err
     assert worst < 2e-6
 
 

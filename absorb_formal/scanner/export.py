@@ -82,7 +82,7 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
     if checkpoint.kind == "onnx":  # the graph patched: weights replaced, residual Adds cut
         from .onnx_patch import export_onnx
 
-        return export_onnx(scanned, report, out, prefer, max_error)
+        return export_onnx(scanned, report, out, prefer, max_error, lines)
     if problem := unexportable(checkpoint.kind, report.path):
         raise ScanError(problem)
     chosen = {a.block.where: chosen_plain(report, a, checkpoint.root, prefer, max_error)

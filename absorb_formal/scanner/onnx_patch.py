@@ -289,7 +289,8 @@ def _rewrite(onnx: Any, graph: Graph, found: Plan, replaced: dict[str, np.ndarra
 
 
 def _tensors(report: Any, answer: Any, where: str, originals: FoundBlock, prefer: str,
-             max_error: float | None) -> tuple[dict[str, np.ndarray], float, single.Witness]:
+             max_error: float | None, lines: list[str] | None = None
+             ) -> tuple[dict[str, np.ndarray], float, single.Witness]:
     """The plain witness's tensors under the sublayer's names (`plain.chosen`, its
     construction chosen and gated as for a safetensors export, then `plain.plain_tensors`):
     a bias the graph lacks must be zero (there is no node to add it)."""
@@ -299,6 +300,12 @@ def _tensors(report: Any, answer: Any, where: str, originals: FoundBlock, prefer
     chosen = chosen_plain(report, answer, report.checkpoint.root, prefer, max_error)
     witness = chosen.witness
     tensors, rounding = plain_tensors(answer, chosen, witness.claim_width)
+    if lines is not None:  # what the screen shows, as for a safetensors export
+        from .plain import record
+
+        lines.append(f"{where}: width {witness.claim_width} ({witness.construction})")
+        lines += [f"  {line}" for line in single.summary(record(chosen, where))
+                  if not line.startswith("max rounding")]
     names = {getattr(originals, f).key for f in FIELDS if getattr(originals, f) is not None}
     for key in [k for k in tensors if k not in names]:
         values = tensors.pop(key)
@@ -349,7 +356,7 @@ def note(blocks: list[FoundBlock]) -> str:
 
 
 def export_onnx(report: Any, exported: Any, out: Path, prefer: str = "width",
-                max_error: float | None = None) -> Path:
+                max_error: float | None = None, lines: list[str] | None = None) -> Path:
     """Write the patched model of `report` (the scan) with the witnesses of `exported` (its
     answers as `export._exported` chose them) to out/model.onnx."""
     onnx = onnx_file.onnx_module("writing")
@@ -368,7 +375,7 @@ def export_onnx(report: Any, exported: Any, out: Path, prefer: str = "width",
     for answer, found in zip(exported.blocks, plans, strict=True):
         where = answer.block.where
         tensors, rounding, witness = _tensors(exported, answer, where, found.block, prefer,
-                                              max_error)
+                                              max_error, lines)
         dtypes.update(v.dtype.name for v in tensors.values())
         _rewrite(onnx, graph, found, tensors, where)
         record["skip_absorbed"].append(where)
