@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_issue20 import log, row, run
-from common import table
+from common import log, row, run, table
 from suite_checkpoints import gpt2
 
 CLAIMS = """claim {name} is absorbable at width {doubles}

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_issue20 import log, row, run
-from common import table
+from common import log, row, run, table
 
 CONFIGS = (  # activation, skip, biases, file format, where C differs
     ("relu", "identity", False, "npz", "down"),

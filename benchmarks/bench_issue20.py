@@ -29,55 +29,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import HERE, ROOT, table
+from common import (  # noqa: F401 - compile_tree, load, log, run are imported from here too
+    HERE,
+    ROOT,
+    baseline,
+    compile_tree,
+    load,
+    log,
+    median_run,
+    row,
+    run,
+    table,
+)
 from suite_checkpoints import gpt2
 from suite_realsize import _llama
-
-
-def log(line: str) -> None:
-    print(f"{line}   [load {load()}]", file=sys.stderr, flush=True)
-
-
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def compile_tree(tree: Path) -> None:
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "absorb_formal")],
-                   check=True, capture_output=True)
-
-
-def run(argv: list[str], cwd: Path, tree: Path = ROOT,
-        shown: tuple[str, ...] = ("summary:", "check:")) -> dict[str, Any]:
-    """`python benchmarks/measure.py ARGV` with `tree` first on the path: wall s, peak MB, and
-    the last output line starting with one of `shown`."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(HERE / "measure.py"), *argv], cwd=cwd,
-                          capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    peak = None
-    for line in reversed(done.stderr.strip().splitlines()):
-        if line.startswith('{"peak_mb"'):
-            peak = float(line.split(":")[1].strip(" }"))
-            break
-    summary = [ln for ln in done.stdout.splitlines() if ln.startswith(shown)]
-    return {"s": wall, "mb": peak, "code": done.returncode, "load": load(),
-            "out": summary[-1] if summary else done.stdout.strip()[-200:]}
-
-
-def row(label: str, res: dict[str, Any]) -> tuple[Any, ...]:
-    """A table row of one measured job."""
-    return (label, f"{res['s']:.2f}", res["mb"], res["load"], res["out"])
-
-
-def baseline(label: str, seconds: float) -> tuple[Any, ...]:
-    return (f"{label} (baseline)", f"{seconds:.2f}", "—", load(), "")
-
-
-def median_run(argv: list[str], cwd: Path, repeat: int, tree: Path = ROOT) -> dict[str, Any]:
-    runs = sorted((run(argv, cwd, tree) for _ in range(repeat)), key=lambda r: r["s"])
-    return runs[len(runs) // 2]
 
 
 def numpy_import(repeat: int) -> float:
@@ -202,8 +167,8 @@ def profile(folder: Path, argv: list[str], steps: dict[str, tuple[str, str]]
         os.chdir(cwd)
     stats = pstats.Stats(profile)
     cum = {}
-    for (file, _, func), row in stats.stats.items():  # type: ignore[attr-defined]
-        cum[(Path(file).name, func)] = row[3]
+    for (file, _, func), entry in stats.stats.items():  # type: ignore[attr-defined]
+        cum[(Path(file).name, func)] = entry[3]
     out = {"imports (in this process: what was not imported yet)": imports}
     for label, key in steps.items():
         out[label] = cum.get(key, 0.0)

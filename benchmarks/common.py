@@ -74,3 +74,51 @@ def measured_process(argv: list[str], cwd: Path | None = None) -> dict[str, Any]
         stats = {}
     return {"seconds": wall, "peak_mb": stats.get("peak_mb"), "code": done.returncode,
             "stdout": done.stdout, "stderr": done.stderr}
+
+
+# ---- fresh processes, measured (python benchmarks/measure.py ARGV) --------------------------
+
+def log(line: str) -> None:
+    print(f"{line}   [load {load()}]", file=sys.stderr, flush=True)
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def compile_tree(tree: Path) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "absorb_formal")],
+                   check=True, capture_output=True)
+
+
+def run(argv: list[str], cwd: Path, tree: Path = ROOT,
+        shown: tuple[str, ...] = ("summary:", "check:")) -> dict[str, Any]:
+    """`python benchmarks/measure.py ARGV` with `tree` first on the path: wall s, peak MB, and
+    the last output line starting with one of `shown`."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, str(HERE / "measure.py"), *argv], cwd=cwd,
+                          capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    peak = None
+    for line in reversed(done.stderr.strip().splitlines()):
+        if line.startswith('{"peak_mb"'):
+            peak = float(line.split(":")[1].strip(" }"))
+            break
+    summary = [ln for ln in done.stdout.splitlines() if ln.startswith(shown)]
+    return {"s": wall, "mb": peak, "code": done.returncode, "load": load(),
+            "out": summary[-1] if summary else done.stdout.strip()[-200:]}
+
+
+def row(label: str, res: dict[str, Any]) -> tuple[Any, ...]:
+    """A table row of one measured job."""
+    return (label, f"{res['s']:.2f}", res["mb"], res["load"], res["out"])
+
+
+def baseline(label: str, seconds: float) -> tuple[Any, ...]:
+    return (f"{label} (baseline)", f"{seconds:.2f}", "—", load(), "")
+
+
+def median_run(argv: list[str], cwd: Path, repeat: int, tree: Path = ROOT) -> dict[str, Any]:
+    runs = sorted((run(argv, cwd, tree) for _ in range(repeat)), key=lambda r: r["s"])
+    return runs[len(runs) // 2]
