@@ -250,16 +250,23 @@ def test_a_norm_that_only_looks_alike_is_no_norm(tmp_path):
         assert _unplaced(block), case
 
 
+def constant_pre_norm(path: Path, d: int, m: int, activation: Any
+                      ) -> tuple[Path, tuple[str, str, str, str]]:
+    """x + W2 act(W1 LayerNormalization(x)), γ, β, W1 and W2 all in Constant nodes (as
+    paddle2onnx and some torch exports write them); the model and those four names."""
+    b = Builder(d, m)
+    gamma = b.const(1 + 0.1 * b.rng.standard_normal(d), node=True)
+    beta = b.const(0.1 * b.rng.standard_normal(d), node=True)
+    h = b.op("LayerNormalization", ["x", gamma, beta], epsilon=1e-5)
+    w1 = b.const(b.rng.standard_normal((d, m)), node=True)
+    w2 = b.const(b.rng.standard_normal((m, d)), node=True)
+    y = b.op("MatMul", [activation(b, b.op("MatMul", [h, w1])), w2])
+    return save(b, b.op("Add", ["x", y]), path), (gamma, beta, w1, w2)
+
+
 def test_constant_node_norm_tensors_and_weights(tmp_path):
     """γ, β and every weight held in Constant nodes, named by their outputs."""
-    b = Builder(4, 8)
-    gamma = b.const(1 + 0.1 * b.rng.standard_normal(4), node=True)
-    beta = b.const(0.1 * b.rng.standard_normal(4), node=True)
-    h = b.op("LayerNormalization", ["x", gamma, beta], epsilon=1e-5)
-    w1 = b.const(b.rng.standard_normal((4, 8)), node=True)
-    w2 = b.const(b.rng.standard_normal((8, 4)), node=True)
-    y = b.op("MatMul", [silu(b, b.op("MatMul", [h, w1])), w2])
-    path = save(b, b.op("Add", ["x", y]), tmp_path / "constants.onnx")
+    path, (gamma, beta, w1, w2) = constant_pre_norm(tmp_path / "constants.onnx", 4, 8, silu)
     block = only(path)
     assert (block.up.key, block.down.key) == (w1, w2)
     assert block.norm is not None and block.norm.placement == "pre"
@@ -354,14 +361,7 @@ def test_a_pre_norm_onnx_model_with_constant_weights_is_no_at_any_width_and_not_
     writes nothing (the sublayer has no skip-free form)."""
     from .test_onnx_scan import silu_scaled_by_one
 
-    b = Builder(3, 4)
-    gamma = b.const(1 + 0.1 * b.rng.standard_normal(3), node=True)
-    beta = b.const(0.1 * b.rng.standard_normal(3), node=True)
-    h = b.op("LayerNormalization", ["x", gamma, beta], epsilon=1e-5)
-    w1 = b.const(b.rng.standard_normal((3, 4)), node=True)
-    w2 = b.const(b.rng.standard_normal((4, 3)), node=True)
-    y = b.op("MatMul", [silu_scaled_by_one(b, b.op("MatMul", [h, w1])), w2])
-    path = save(b, b.op("Add", ["x", y]), tmp_path / "model.onnx")
+    path, _ = constant_pre_norm(tmp_path / "model.onnx", 3, 4, silu_scaled_by_one)
     spec = tmp_path / "out" / "model.mlp"
     run = cli("scan", "--json", path, "--write-spec", spec, "--certificates", tmp_path / "c")
     assert run.code == 0, run.err
