@@ -21,10 +21,10 @@ from typing import Any
 from . import ray_limit
 from .exact import q, skip_rows, vec
 from .ray_limit import Invalid, require
+from .truths import NEVER
 
 KIND = "normalised sublayer"
 PROJECTED, BARE = "projected block", "bare block"
-NEVER = {"never": True, "generically not": True, "sometimes": False, "always": False}
 
 
 def reduction(block: dict[str, Any]) -> str:

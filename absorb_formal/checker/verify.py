@@ -32,6 +32,7 @@ from . import (
 from .exact import Rows, q, whole
 from .shape import document_problem
 from .source import SourceError, read_statement
+from .truths import ALWAYS, GENERICALLY_NOT, NEVER, SOMETIMES
 
 MAX_ENUMERATION = 16
 NEVER_RULES = ("T1", "T2", "T3", "T4", "T2∞")
@@ -1025,12 +1026,6 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any],
     return equal
 
 
-# What a rule settles: a family never absorbable (so not sometimes, not always), always
-# (so sometimes), sometimes (not never), generically not (not always).
-NEVER = {"never": True, "generically not": True, "sometimes": False, "always": False}
-ALWAYS = {"always": True, "sometimes": True, "never": False, "generically not": False}
-SOMETIMES = {"sometimes": True, "never": False}
-GENERICALLY_NOT = {"generically not": True, "always": False}
 FAMILY_TRUTHS = {
     "never-rule": NEVER,
     "§4 rank of S": NEVER,

@@ -21,6 +21,7 @@ from ..model import Block, Claim, Matrix, Query, Skip, Spec, Statement
 from ..result import DECIDED, PROVED, REFUTED, Result, unknown
 from . import ray_limit
 from .decision import Decision
+from .family_facts import NEVER
 
 KIND = "normalised sublayer"
 PROJECTED, BARE = "projected block", "bare block"
@@ -124,9 +125,6 @@ def _wrapped(result: Result, how: str) -> Result:
                    reason=reason, extra=extra)
 
 
-NEVER_TRUE = {"never": True, "generically not": True, "sometimes": False, "always": False}
-
-
 def _never(statement: Statement, found: Decision, own: int) -> Result:
     """A never-proof answers every width: absorbable claims refuted, min width none."""
     width = statement.width if statement.width is not None else own
@@ -138,7 +136,7 @@ def _never(statement: Statement, found: Decision, own: int) -> Result:
                              "min_width_certificate": found.certificate,
                              "any_width": "no"})
     if statement.kind == "family":
-        holds = NEVER_TRUE[statement.modality]
+        holds = NEVER[statement.modality]
         return Result(PROVED if holds else REFUTED, f"never absorbable ({found.detail})",
                       found.method, certificate=found.certificate)
     if statement.kind == "min_width":
