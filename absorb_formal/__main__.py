@@ -1,5 +1,5 @@
 """`python -m absorb_formal` is `absorb-prove`."""
 
-from .cli import entry
+from .cli.prove import entry
 
 entry()

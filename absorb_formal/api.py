@@ -21,13 +21,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from . import budget, progress
-from .decide import decide
+from .decide import budget, decide, progress
 from .language import SpecError
-from .model import Block, Spec, Statement
+from .model.blocks import Block, Spec, Statement
+from .model.result import ERROR, Result, unknown
 from .paths import collect, relative_name
 from .report import Entry, FileReport
-from .result import ERROR, Result, unknown
 
 if TYPE_CHECKING:
     from .numeric.attach import Options
@@ -303,7 +302,7 @@ def spec_given(path: Path, shown: str) -> str | None:
 def _spec_shown(doc: dict[str, Any], certificate: Path) -> str:
     """Where the document's spec is, as `check` shows it (so that a document cannot stand
     for one spec while being verified against another unseen)."""
-    from .checker.reading import spec_location
+    from .checker.readers.reading import spec_location
 
     try:
         spec = spec_location(doc, certificate)
@@ -327,7 +326,7 @@ def check_items(paths: Iterable[str]) -> list[str | tuple[str, CheckResult]]:
 
 
 def _check_under(given: str) -> list[str | tuple[str, CheckResult]]:
-    from .checking import check_file  # the checker (and sympy) only where something is checked
+    from .checker.document import check_file
 
     out: list[str | tuple[str, CheckResult]] = []
     for item in collect([given], "*.json"):

@@ -25,15 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from . import budget, exactarray, language
-from .activations import Activation
+from . import language
+from .decide import budget
 from .decide import decide as decide_statement
-from .export import ExportError, bf16_to_float32, write_arrays, write_new
+from .export.witness import ExportError, bf16_to_float32, write_arrays, write_new
 from .language import SpecError, load_file
 from .language.load import MAX_SPEC_BYTES
-from .model import Block, Claim, Layer, Matrix, Query, Skip, Spec
-from .position import Pos
-from .result import Result, unknown
+from .model import exactarray
+from .model.activations import Activation
+from .model.blocks import Block, Claim, Layer, Matrix, Query, Skip, Spec
+from .model.position import Pos
+from .model.result import Result, unknown
 
 WEIGHTS = ("up", "gate", "down")
 BIASES = ("up_bias", "gate_bias", "down_bias")

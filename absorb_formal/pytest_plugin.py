@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from .model import Claim, Spec, Statement
+from .model.blocks import Claim, Spec, Statement
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -96,8 +96,8 @@ class StatementItem(pytest.Item):
                               f"`# expect: {result.outcome}` or remove it: {result.verdict}")
 
     def _stored_certificate(self, result: Any) -> None:
-        from . import proofs
-        from .checking import check_document
+        from .certify import documents as proofs
+        from .checker.document import check_document
 
         root = Path(str(self.config.rootpath))
         specs = root / str(self.config.getini("absorb_specs"))

@@ -7,10 +7,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import certificates
+from .certify import bodies as certificates
 from .language.errors import SpecError
-from .model import Claim, Spec, Statement
-from .result import ERROR, PROVED, REFUTED, UNKNOWN, Result
+from .model.blocks import Claim, Spec, Statement
+from .model.result import ERROR, PROVED, REFUTED, UNKNOWN, Result
 
 EXIT_OK, EXIT_REFUTED, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERNAL, EXIT_INTERRUPTED = \
     0, 1, 2, 3, 4, 130

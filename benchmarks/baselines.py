@@ -14,7 +14,7 @@ from math import lcm
 
 import numpy as np
 
-from absorb_formal.model import Block
+from absorb_formal.model.blocks import Block
 
 CHUNK_BITS = 16
 

@@ -20,13 +20,13 @@ import random
 import time
 from fractions import Fraction
 
-from absorb_formal import activations as acts
-from absorb_formal import budget, linalg
-from absorb_formal.decide import lattice, subset
+from absorb_formal.decide import budget, lattice, subset
 from absorb_formal.decide.concrete import at_width
 from absorb_formal.decide.decision import Decision
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 from benchmarks.instances import A, subset_terms, weights
 
 SIZES = ((4, 96, 9), (8, 256, 11))

@@ -120,7 +120,7 @@ def round_trip(folder: Path, d: int, m: int) -> list[tuple[Any, ...]]:
 def in_process(spec: Path, certs: Path) -> tuple[float, float]:
     """(prover s, checker s) for the two claims, in this process, files already cached."""
     from absorb_formal.checker import verify
-    from absorb_formal.checker.reading import Reading, spec_location
+    from absorb_formal.checker.readers.reading import Reading, spec_location
     from absorb_formal.decide import integer_forms
     from absorb_formal.language.load import load_file
 

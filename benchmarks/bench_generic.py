@@ -12,12 +12,12 @@ import statistics
 import time
 from fractions import Fraction
 
-from absorb_formal import activations as acts
-from absorb_formal import linalg
 from absorb_formal.decide import concrete
 from absorb_formal.generic import engine
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 
 
 def block(d: int, m: int, seed: int, name: str) -> Block:

@@ -69,7 +69,7 @@ def exact_lu(n: int) -> tuple[float, float]:
     minor of order n built like a block's (n − 1 terms d_i u_iᵀ on a grid, then S)."""
     from math import isqrt
 
-    from absorb_formal.checker import modlu
+    from absorb_formal.checker.kernel import modlu
 
     p = modlu.primes(1)[0]
     rng = np.random.default_rng(n)
@@ -92,7 +92,7 @@ def exact_lu(n: int) -> tuple[float, float]:
 def flint_det(n: int) -> float:
     import flint
 
-    from absorb_formal.checker import modlu
+    from absorb_formal.checker.kernel import modlu
 
     p = modlu.primes(1)[0]
     a = np.random.default_rng(n).integers(0, p, (n, n))
@@ -129,15 +129,16 @@ claim R is absorbable
 
 PROVER_STEPS = {
     "read the spec and weights (load_file)": ("load.py", "load_file"),
-    "activation properties (disk cache)": ("properties.py", "properties"),
+    "activation properties (disk cache)": ("decide/lemmas.py", "properties"),
     "residue keys of U (key_classes)": ("large.py", "key_classes"),
-    "residues of the grid's rows of D and columns of U": ("model.py", "residues"),
+    "residues of the grid's rows of D and columns of U": ("model/blocks.py", "residues"),
     "assemble the minor (product_minor)": ("modlu.py", "product_minor"),
     "exact LU without row exchanges (_crout)": ("modlu.py", "_crout"),
     "y: last row of L⁻¹ (_last_row_of_inverse)": ("modlu.py", "_last_row_of_inverse"),
     "the prover's own check of y (functional_values)": ("modlu.py", "functional_values"),
-    "the certificate: its document (hashing the weight files)": ("proofs.py", "document"),
-    "the certificate: encode and write": ("proofs.py", "write"),
+    "the certificate: its document (hashing the weight files)":
+        ("certify/documents.py", "document"),
+    "the certificate: encode and write": ("certify/documents.py", "write"),
 }
 CHECKER_STEPS = {
     "re-read the spec and the weight files": ("reading.py", "weights"),
@@ -152,7 +153,7 @@ def profile(folder: Path, argv: list[str], steps: dict[str, tuple[str, str]]
     """Where one in-process run spends its time: imports, then the named steps (cumulative
     seconds under cProfile, which adds a little to Python-heavy steps)."""
     start = time.perf_counter()
-    from absorb_formal.cli import main
+    from absorb_formal.cli.prove import main
 
     imports = time.perf_counter() - start
     profile = cProfile.Profile()

@@ -19,8 +19,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from instances import absorb_block  # noqa: E402
 
-from absorb_formal import activations as acts  # noqa: E402
 from absorb_formal.decide import concrete  # noqa: E402
+from absorb_formal.model import activations as acts  # noqa: E402
 from absorb_formal.numeric.backends import BackendError, backend  # noqa: E402
 from absorb_formal.numeric.fit import search  # noqa: E402
 from absorb_formal.numeric.floatblock import FloatBlock  # noqa: E402

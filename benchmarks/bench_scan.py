@@ -33,7 +33,7 @@ def _bf16(array: np.ndarray) -> np.ndarray:
 
 
 def gpt2_folder(folder: Path, layers: int, d: int, m: int, seed: int = 0) -> Path:
-    from absorb_formal.export import write_safetensors_new
+    from absorb_formal.export.witness import write_safetensors_new
 
     rng = np.random.default_rng(seed)
     entries = []

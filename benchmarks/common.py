@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from absorb_formal import budget
+from absorb_formal.decide import budget
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -19,14 +19,14 @@ from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
-from absorb_formal.activations import simple
 from absorb_formal.decide import concrete, dispatch
 from absorb_formal.decide import half_activation as half
 from absorb_formal.generic import engine as generic_engine
-from absorb_formal.model import Block, Layer, Matrix, Skip
+from absorb_formal.model.activations import simple
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.fit import FIT_TOLERANCE, search_stack
-from absorb_formal.position import Pos
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "depth.md"

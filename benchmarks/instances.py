@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-from absorb_formal import activations as acts
-from absorb_formal import linalg
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 
 A = Fraction(1, 2)  # odd slope of relu and gelu
 

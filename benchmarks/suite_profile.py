@@ -12,9 +12,9 @@ from common import median, seconds, table
 from instances import absorb_block
 from suite_absorb import tool
 
-from absorb_formal import linalg
 from absorb_formal.decide.modular import PRIME
-from absorb_formal.exactarray import residues
+from absorb_formal.model import linalg
+from absorb_formal.model.exactarray import residues
 
 
 def _solve_affine_before(columns: Any, target: Any) -> Any:

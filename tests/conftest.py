@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from absorb_formal.cli import main
+from absorb_formal.cli.prove import main
 
 pytest_plugins = ["pytester"]
 
@@ -22,7 +22,7 @@ settings.register_profile("ci", max_examples=60)
 settings.register_profile("long", max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# No disk cache in tests (diskcache.py): tests that re-prove properties afresh must not be
+# No disk cache in tests (model/diskcache.py): tests that re-prove properties afresh must not be
 # served from a cache another run wrote; test_diskcache.py turns it on in a temporary folder.
 os.environ["ABSORB_FORMAL_CACHE"] = "off"
 

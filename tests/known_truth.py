@@ -27,13 +27,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from absorb_formal import activations as acts
-from absorb_formal import linalg
-from absorb_formal.activations import Activation
 from absorb_formal.decide.canonical import canonical_form
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
-from absorb_formal.properties import properties
+from absorb_formal.decide.lemmas import properties
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.activations import Activation
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 
 NEVER = ["relu^2", "relu^3", "square", "abs", "tanh", "sigmoid", "swiglu", "geglu", "reglu",
          "bilinear"]

@@ -8,8 +8,8 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from absorb_formal import activations as acts
-from absorb_formal.properties import properties
+from absorb_formal.decide.lemmas import properties
+from absorb_formal.model import activations as acts
 
 
 def labels(activation: acts.Activation) -> set[str]:

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 import absorb_formal
-from absorb_formal import budget, progress
 from absorb_formal.api import CheckResult, InvalidSpec, StatementResult, is_path
-from absorb_formal.decide import concrete
+from absorb_formal.decide import budget, concrete, progress
 from absorb_formal.language import load_text
 
 R = """block R {
@@ -212,7 +211,7 @@ def test_a_fit_stopped_by_the_timeout_keeps_its_best_error(monkeypatch):
 
 
 def _result(r: StatementResult):
-    from absorb_formal.result import Result
+    from absorb_formal.model.result import Result
 
     return Result(r.outcome, r.verdict, r.method, r.reason, r.certificate, r.min_width,
                   dict(r.extra))
@@ -238,7 +237,7 @@ def test_progress_bars_only_on_a_terminal():
 
 
 def test_json_output_has_no_progress_even_on_a_terminal(write_spec):
-    from absorb_formal.cli import main
+    from absorb_formal.cli.prove import main
 
     out, err = io.StringIO(), _Tty()
     assert main(["--json", "--crosscheck", "0", str(write_spec(R))], out, err) == 1

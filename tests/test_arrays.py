@@ -85,9 +85,9 @@ def test_a_mistyped_key_suggests_the_nearest_name(tmp_path):
 
 
 def test_a_truncated_safetensors_file_is_said_to_be_truncated_by_both_readers(tmp_path):
-    from absorb_formal.checker.files import FileError
-    from absorb_formal.checker.files import read_array as checker_read
-    from absorb_formal.language.arrays import ArrayError, load_array
+    from absorb_formal.checker.readers.files import FileError
+    from absorb_formal.checker.readers.files import read_array as checker_read
+    from absorb_formal.weights.arrays import ArrayError, load_array
 
     path = tmp_path / "w.safetensors"
     write_safetensors(path, {"up": ("F64", np.eye(4)), "down": ("F64", np.eye(4))})

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal import proofs
-from absorb_formal.checker.verify import verify
+from absorb_formal.certify import documents as proofs
+from absorb_formal.checker.dispatch import verify
 from absorb_formal.decide import decide
 from absorb_formal.language.load import load_file
-from absorb_formal.model import Block, Skip
-from absorb_formal.result import DECIDED, PROVED, REFUTED
+from absorb_formal.model.blocks import Block, Skip
+from absorb_formal.model.result import DECIDED, PROVED, REFUTED
 
 F = Fraction
 
@@ -227,8 +227,9 @@ def test_constant_neurons_with_irrational_sigma_change_no_width_verdict(tmp_path
 
 def _equality_refutation(tmp_path, text):
     """A document refuting `claim A equals B` with the checker's own forms of A and B."""
-    from absorb_formal.checker import exact, forms
-    from absorb_formal.result import Result
+    from absorb_formal.checker.kernel import linalg as exact
+    from absorb_formal.checker.rules import canonical as forms
+    from absorb_formal.model.result import Result
 
     spec_file = tmp_path / "s.mlp"
     spec_file.write_text(text, encoding="utf-8")
@@ -261,7 +262,7 @@ def test_equality_is_refuted_on_constants_only_when_an_enclosure_separates_them(
     assert verify(doc).status == "valid"
     assert decide(spec, spec.statements[0]).outcome == REFUTED
     # without a separating enclosure (as for numbers that might be equal), no refutation
-    from absorb_formal.checker import symbolic
+    from absorb_formal.checker.kernel import symbolic
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(symbolic, "sign", lambda value: None if symbolic.as_rational(value)

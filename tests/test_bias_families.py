@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from absorb_formal import proofs
-from absorb_formal.checker.verify import verify
+from absorb_formal.certify import documents as proofs
+from absorb_formal.checker.dispatch import verify
 from absorb_formal.decide import decide
 from absorb_formal.language.load import load_file
-from absorb_formal.result import PROVED, REFUTED, UNKNOWN
+from absorb_formal.model.result import PROVED, REFUTED, UNKNOWN
 
 F = Fraction
 

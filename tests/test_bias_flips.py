@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from absorb_formal import proofs
-from absorb_formal.checker.verify import verify
+from absorb_formal.certify import documents as proofs
+from absorb_formal.checker.dispatch import verify
 from absorb_formal.decide import concrete, decide
 from absorb_formal.decide.decision import Decision
 from absorb_formal.language.load import load_file
-from absorb_formal.model import Skip
-from absorb_formal.result import PROVED, REFUTED, UNKNOWN
+from absorb_formal.model.blocks import Skip
+from absorb_formal.model.result import PROVED, REFUTED, UNKNOWN
 
 F = Fraction
 SLOPE = {"relu^2": F(1), "swiglu": F(1, 2), "reglu": F(1, 2), "glu": F(1, 2)}

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from absorb_formal import proofs
-from absorb_formal.checker.verify import verify
+from absorb_formal.certify import documents as proofs
+from absorb_formal.checker.dispatch import verify
 from absorb_formal.decide import decide
 from absorb_formal.generic import cegis, engine
 from absorb_formal.language import load_text
 from absorb_formal.language.load import load_file
-from absorb_formal.model import Block, Skip
-from absorb_formal.result import PROVED, REFUTED
+from absorb_formal.model.blocks import Block, Skip
+from absorb_formal.model.result import PROVED, REFUTED
 
 F = Fraction
 BOX = "(assert (<= (- 1) "  # the text of a box constraint, on rows or on points

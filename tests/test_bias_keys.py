@@ -13,10 +13,10 @@ import json
 import random
 from fractions import Fraction
 
-from absorb_formal.checker.verify import verify
+from absorb_formal.checker.dispatch import verify
 from absorb_formal.decide import decide
 from absorb_formal.language import load_text
-from absorb_formal.result import PROVED, REFUTED
+from absorb_formal.model.result import PROVED, REFUTED
 
 F = Fraction
 

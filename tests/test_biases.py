@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal import proofs
-from absorb_formal.checker.reading import Reading
-from absorb_formal.checker.verify import verify
+from absorb_formal.certify import documents as proofs
+from absorb_formal.checker.dispatch import verify
+from absorb_formal.checker.readers.reading import Reading
 from absorb_formal.decide import decide
 from absorb_formal.language import SpecError, load_text
 from absorb_formal.language.load import load_file
+from absorb_formal.model.result import PROVED, REFUTED, UNKNOWN
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.floatblock import from_block
-from absorb_formal.result import PROVED, REFUTED, UNKNOWN
 from tests.test_arrays import write_safetensors
 
 F = Fraction
@@ -317,7 +317,7 @@ def test_the_checker_refuses_a_certificate_on_a_biased_block(cli, tmp_path, monk
 
 
 def test_the_checker_reader_transposes_literals_and_refuses_a_vector_transposed():
-    from absorb_formal.checker.source import SourceError, read_spec
+    from absorb_formal.checker.readers.source import SourceError, read_spec
 
     block = read_spec("block B { activation relu dim 2 width 3 "
                       "down = [[1, 0], [0, 1], [7/10, 3/10]].T }").blocks["B"]

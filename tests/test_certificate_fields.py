@@ -171,7 +171,7 @@ def poly_glu_document() -> dict[str, Any]:
 
 
 def test_the_checker_rejects_the_glu_rule_for_a_polynomial_gate():
-    from absorb_formal.checker.verify import Invalid, _glu_refutation
+    from absorb_formal.checker.dispatch import Invalid, _glu_refutation
 
     doc = poly_glu_document()
     verdict = verify(doc)  # a gated polynomial is no activation of the language: refused first
@@ -190,9 +190,9 @@ def test_the_checker_still_accepts_the_glu_rule_for_sigmoid():
 
 
 def test_the_prover_leaves_a_polynomial_gate_undecided():
-    from absorb_formal.activations import Activation, poly
     from absorb_formal.decide import glu
-    from absorb_formal.properties import properties
+    from absorb_formal.decide.lemmas import properties
+    from absorb_formal.model.activations import Activation, poly
 
     gated = Activation("poly_glu", poly((Fraction(1), Fraction(1))).scalar, True)
     props = properties(gated)
@@ -205,7 +205,7 @@ def test_the_prover_leaves_a_polynomial_gate_undecided():
 
 
 def _sigmoid_scalar():
-    from absorb_formal.activations import simple
+    from absorb_formal.model.activations import simple
 
     glu_act = simple("glu")
     assert glu_act is not None
@@ -213,8 +213,8 @@ def _sigmoid_scalar():
 
 
 def _one_neuron(activation):
-    from absorb_formal.model import Block, Layer, Matrix, Skip
-    from absorb_formal.position import Pos
+    from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+    from absorb_formal.model.position import Pos
 
     one = Matrix([(Fraction(1),)])
     return Block("Q", activation, 1, 1, 1, Skip(1, scale=Fraction(1)), (Layer(one, one, one),),
@@ -224,8 +224,8 @@ def _one_neuron(activation):
 # ---- solver subsets are re-checked exactly before any witness is built ----------------------
 
 def test_a_wrong_solver_subset_is_an_internal_error(monkeypatch):
-    from absorb_formal.activations import simple
     from absorb_formal.decide import glu, subset
+    from absorb_formal.model.activations import simple
 
     real = subset._solve
 
@@ -243,7 +243,7 @@ def test_a_wrong_solver_subset_is_an_internal_error(monkeypatch):
 # ---- SMT refutations: the checker encodes the system itself ---------------------------------
 
 def test_a_stored_smt_text_cannot_stand_in_for_the_system():
-    from absorb_formal.checker.verify import Invalid, subset_refutation
+    from absorb_formal.checker.dispatch import Invalid, subset_refutation
 
     one = (((Fraction(1),),),)
     target = ((Fraction(1, 2),),)  # no 0/1 c has c·1 = 1/2: unsat, rightly

@@ -56,13 +56,13 @@ def test_checker_imports_nothing_from_the_prover():
 
 
 @pytest.mark.parametrize("planted", [
-    "import absorb_formal.model",
+    "import absorb_formal.model.blocks",
     "from absorb_formal import model",
     "from .. import model",
     "from ..language.arrays import load_matrix",
-    "import importlib\nm = importlib.import_module('absorb_formal.model')",
+    "import importlib\nm = importlib.import_module('absorb_formal.model.blocks')",
     "from importlib import import_module\nm = import_module('absorb_formal.language')",
-    "m = __import__('absorb_formal.model')",
+    "m = __import__('absorb_formal.model.blocks')",
     "import importlib\nm = importlib.import_module('..model', 'absorb_formal.checker')",
     "import importlib\nm = importlib.import_module('absorb' + '_formal.model')",
     "def f():\n    from absorb_formal.decide import decide\n    return decide",
@@ -93,7 +93,7 @@ def test_every_stored_certificate_is_valid(cli):
 def test_every_corpus_claim_has_a_stored_certificate():
     claims = 0
     from absorb_formal.language import load_file
-    from absorb_formal.model import Claim
+    from absorb_formal.model.blocks import Claim
 
     for spec_path in CORPUS.rglob("*.mlp"):
         spec = load_file(spec_path)
@@ -340,7 +340,7 @@ def test_cpsat_refutation_is_re_solved_by_the_checker():
     """The cp-sat certificate carries no numbers: its teeth are the checker's own re-solve."""
     from fractions import Fraction as F
 
-    from absorb_formal.checker.verify import Invalid, subset_refutation
+    from absorb_formal.checker.dispatch import Invalid, subset_refutation
 
     terms = [((F(2 * k),),) for k in range(1, 31)]
     ref = {"kind": "subset search", "method": "cp-sat", "terms": 30, "equations": 1}

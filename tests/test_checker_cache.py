@@ -1,4 +1,4 @@
-"""The checker's own lemma entries on disk (checker/proved.py): a first check proves its
+"""The checker's own lemma entries on disk (checker/lemmas/cache.py): a first check proves its
 lemmas and writes them, a later one reads them (and loads no sympy), an entry that is not
 sound is ignored and the lemma proved again, and the entries are named by the checker's code."""
 
@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from absorb_formal.checker import lemma_proofs, lemmas, proved
+from absorb_formal.checker.lemmas import cache as proved
+from absorb_formal.checker.lemmas import proofs as lemma_proofs
+from absorb_formal.checker.lemmas import relied as lemmas
 
 from .conftest import ROOT
 
@@ -24,7 +26,8 @@ GELU_TANH = {"coeffs": [], "gated": False, "kind": "gelu_tanh", "name": "gelu_ta
 
 def check_in_a_fresh_process(cache: Path) -> tuple[str, bool]:
     """(status, whether sympy was loaded) of `check_file` on the gelu_tanh certificate."""
-    code = ("import sys\nfrom pathlib import Path\nfrom absorb_formal.checking import check_file\n"
+    code = ("import sys\nfrom pathlib import Path\n"
+            "from absorb_formal.checker.document import check_file\n"
             f"verdict, _ = check_file(Path({str(GELU_TANH_FUNCTIONAL)!r}))\n"
             "print(verdict.status, verdict.reason[:80])\nprint('sympy' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -136,15 +139,18 @@ def test_the_cache_off_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_entries_are_named_by_every_module_of_the_checker():
-    here = Path(proved.__file__).resolve().parent
+    checker = Path(proved.__file__).resolve().parent.parent
     h = hashlib.sha256(sys.version.encode() + b"\0")
-    for module in sorted(here.glob("*.py")):
-        h.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
+    for module in sorted(checker.rglob("*.py")):
+        name = module.relative_to(checker).as_posix()
+        h.update(name.encode() + b"\0" + module.read_bytes() + b"\0")
     for library, file in (("sympy", "release.py"), ("mpmath", "__init__.py")):
         h.update(library.encode() + b"\0" + proved._library_file(library, file) + b"\0")
     assert proved.code() == h.hexdigest()[:24]
-    assert {"lemmas.py", "lemma_proofs.py", "proved.py", "verify.py"} <= \
-        {p.name for p in here.glob("*.py")}
+    # the modules of every sub-package count: the rules, the lemmas, the kernel, the dispatch
+    assert {"lemmas/relied.py", "lemmas/proofs.py", "lemmas/cache.py", "dispatch.py",
+            "rules/half_activation.py", "kernel/linalg.py"} <= \
+        {p.relative_to(checker).as_posix() for p in checker.rglob("*.py")}
     assert proved._library_file("sympy", "release.py") != b"absent"
     assert proved._library_file("no_such_library_here", "x.py") == b"absent"
 

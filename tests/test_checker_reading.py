@@ -1,6 +1,7 @@
 """The checker reads its own data: spec text and weight files, exactly, from their bytes
-(`checker/source.py`, `checker/files.py`, `checker/reading.py`), so that a loader bug in the
-prover is caught, and `absorb-prove check` finds the spec from any working directory."""
+(`checker/readers/source.py`, `checker/readers/files.py`, `checker/readers/reading.py`), so
+that a loader bug in the prover is caught, and `absorb-prove check` finds the spec from any
+working directory."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal.check_command import check_document
-from absorb_formal.checker.files import FileError, read_array
-from absorb_formal.checker.source import read_spec
-from absorb_formal.language.arrays import Loaded
+from absorb_formal.checker.readers.files import FileError, read_array
+from absorb_formal.checker.readers.source import read_spec
+from absorb_formal.cli.check import check_document
+from absorb_formal.weights.arrays import Loaded
 
 RELU = """block R {{
     activation relu
@@ -246,7 +247,7 @@ def test_decoding_and_residues_in_bands_are_exact(kind, monkeypatch):
     no full-size temporaries): with bands of 7 entries, every value of a 13 × 11 array with
     zeros, subnormals, extremes and signs is still the exact rational, and every residue
     (of the array and of its transpose) the residue of that rational."""
-    from absorb_formal.checker import files
+    from absorb_formal.checker.readers import files
 
     monkeypatch.setattr(files, "_BAND", 7)
     rng = np.random.default_rng(5)

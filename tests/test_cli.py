@@ -137,7 +137,7 @@ def test_a_certificates_path_that_is_a_file_is_refused_before_deciding(cli, tmp_
 
 def test_a_certificate_that_cannot_be_written_is_an_error_not_a_traceback(cli, tmp_path,
                                                                           monkeypatch):
-    from absorb_formal import proofs
+    from absorb_formal.certify import documents as proofs
 
     def refuse(path, data, update):
         raise PermissionError(13, "Permission denied", str(path))

@@ -10,6 +10,7 @@ import pytest
 
 from absorb_formal.decide import decide, large
 from absorb_formal.language import load_file
+from absorb_formal.model.result import PROVED, REFUTED
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.crosscheck import (
     CONSTRUCTIONS,
@@ -24,7 +25,6 @@ from absorb_formal.numeric.crosscheck import (
     pairs,
 )
 from absorb_formal.numeric.floatblock import from_block, plain_from_json
-from absorb_formal.result import PROVED, REFUTED
 
 from .conftest import CORPUS, ROOT, example_files
 

@@ -11,13 +11,13 @@ from fractions import Fraction
 
 import pytest
 
-from absorb_formal import activations as acts
-from absorb_formal import budget, linalg
 from absorb_formal.checker import verify
-from absorb_formal.decide import lattice, subset
+from absorb_formal.decide import budget, lattice, subset
 from absorb_formal.decide.concrete import at_width
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 
 
 def _planted(d: int, m: int, k: int, seed: int) -> tuple[list[linalg.Rows], linalg.Rows,
@@ -91,7 +91,7 @@ def test_the_dense_path_certifies_what_lll_finds(monkeypatch):
 
 
 def _document(block: Block, certificate: dict) -> dict:
-    from absorb_formal import certificates as cert
+    from absorb_formal.certify import bodies as cert
     layer = block.layers[0]
     return {
         "format": "absorb_formal certificate 2", "spec": {"path": "x.mlp", "sha256": "0"},
@@ -125,7 +125,7 @@ def test_a_target_off_the_integer_lattice_gets_an_exact_lattice_functional():
 
 
 def test_the_checker_refuses_a_functional_that_is_not_integral_on_the_terms():
-    from absorb_formal.checker.verify import Invalid, subset_refutation
+    from absorb_formal.checker.dispatch import Invalid, subset_refutation
     terms, target, _, _, _ = _planted(4, 40, 6, 0)
     moved = (tuple(x + (Fraction(1, 10**6) if c == 1 else 0) for c, x in enumerate(target[0])),
              *target[1:])
@@ -206,7 +206,7 @@ def test_the_nearest_try_finds_a_planted_subset_where_presolve_hides_it(monkeypa
 def test_the_nearest_try_refutes_only_an_infeasible_system():
     # 30 terms equal to 1 never sum to 31, although 31 is an integer combination of them:
     # the nearest try's CP-SAT proves it (its objective changes which J, never whether).
-    from absorb_formal.checker.verify import subset_refutation
+    from absorb_formal.checker.dispatch import subset_refutation
     terms = [((Fraction(1),),)] * 30
     with budget.limit(120):
         answer = subset.solve(terms, ((Fraction(31),),))

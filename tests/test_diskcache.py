@@ -1,4 +1,4 @@
-"""The start-up cache on disk (diskcache.py): proved activation properties and the parser's
+"""The start-up cache on disk (model/diskcache.py): proved activation properties and the parser's
 tables, keyed by the code that made them; read back equal, ignored when corrupt or off."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from absorb_formal import diskcache
-from absorb_formal import properties as props
-from absorb_formal.activations import simple
+from absorb_formal.decide import lemmas as props
 from absorb_formal.language import parse
+from absorb_formal.model import diskcache
+from absorb_formal.model.activations import simple
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def test_properties_are_proved_once_then_read_back_equal(cache, monkeypatch):
     assert again == first and again.lemmas == first.lemmas
     assert again.odd_linear == first.odd_linear and again.names() == first.names()
     assert entry.name.startswith("properties-" + diskcache.code_key(
-        "properties.py", "activations.py", libraries=("sympy",)))
+        "decide/lemmas.py", "model/activations.py", libraries=("sympy",)))
 
 
 @pytest.mark.parametrize("content", ["not json", "{}", '{"even": true}', "[1, 2]"])
@@ -66,13 +66,13 @@ def test_each_activation_has_its_own_entry(cache):
 def test_the_key_is_the_code_and_the_library_versions():
     from pathlib import Path
 
-    here = Path(diskcache.__file__).resolve().parent
+    here = Path(diskcache.__file__).resolve().parent.parent  # the package's root
     h = hashlib.sha256(sys.version.encode())
-    h.update(b"properties.py\0" + (here / "properties.py").read_bytes() + b"\0")
-    assert diskcache.code_key("properties.py") == h.hexdigest()[:20]
-    assert diskcache.code_key("properties.py") != diskcache.code_key("activations.py")
-    assert diskcache.code_key("properties.py", libraries=("sympy",)) != \
-        diskcache.code_key("properties.py")
+    h.update(b"decide/lemmas.py\0" + (here / "decide/lemmas.py").read_bytes() + b"\0")
+    assert diskcache.code_key("decide/lemmas.py") == h.hexdigest()[:20]
+    assert diskcache.code_key("decide/lemmas.py") != diskcache.code_key("model/activations.py")
+    assert diskcache.code_key("decide/lemmas.py", libraries=("sympy",)) != \
+        diskcache.code_key("decide/lemmas.py")
 
 
 @pytest.mark.parametrize("value", ["off", "0", "OFF", ""])
@@ -99,7 +99,7 @@ def test_library_versions_are_read_as_importlib_metadata_reads_them():
     importlib.metadata import at start-up): the same versions."""
     from importlib import metadata
 
-    from absorb_formal import diskcache
+    from absorb_formal.model import diskcache
 
     for library in ("sympy", "lark", "numpy", "python-flint"):
         assert diskcache._version(library) == metadata.version(library)

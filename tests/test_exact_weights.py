@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from absorb_formal import exactarray
 from absorb_formal.decide import concrete, large
-from absorb_formal.linalg import PRIME
-from absorb_formal.model import Matrix
+from absorb_formal.model import exactarray
+from absorb_formal.model.blocks import Matrix
+from absorb_formal.model.linalg import PRIME
 
 LONG = np.longdouble
 X86_EXTENDED = np.finfo(LONG).nmant >= 63
@@ -98,9 +98,9 @@ D, M = 100, 1260  # 2·100·1260 = 252,000 weights: just past the exact-work lim
 def _large_absorbable(down_first_column: list[Fraction] | None = None,
                       big_entry: int | None = None, d: int = D, m: int = M):
     """relu, d × m, S = −d₁u₁ᵀ: absorbable at its own width (flip neuron 1)."""
-    from absorb_formal import activations
-    from absorb_formal.model import Block, Layer, Skip
-    from absorb_formal.position import Pos
+    from absorb_formal.model import activations
+    from absorb_formal.model.blocks import Block, Layer, Skip
+    from absorb_formal.model.position import Pos
 
     rng = np.random.default_rng(7)
     up = rng.integers(-10**6, 10**6, (m, d)).astype(np.int64)  # distinct ratios: generic keys
@@ -137,7 +137,7 @@ def test_the_modular_functional_still_refutes_generic_blocks():
     """The control: the same blocks with S = I are certified not absorbable."""
     from dataclasses import replace
 
-    from absorb_formal.model import Skip
+    from absorb_formal.model.blocks import Skip
 
     for block in (_large_absorbable([Fraction(3, 10)] * 30, **SMALL),
                   _large_absorbable(big_entry=2**53 + 1, **SMALL)):
@@ -174,7 +174,7 @@ def test_residues_of_multiples_of_a_small_prime_are_zero():
     back into [0, p))."""
     import numpy as np
 
-    from absorb_formal import exactarray
+    from absorb_formal.model import exactarray
 
     p = 2_097_143
     values = np.array([s * m * p * 2.0**k for s in (1, -1) for m in (1, 3, 7) for k in

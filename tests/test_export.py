@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal import export, proofs
-from absorb_formal.export import ExportError, read_export, round_values
+from absorb_formal.certify import documents as proofs
+from absorb_formal.export import witness as export
+from absorb_formal.export.witness import ExportError, read_export, round_values
 from absorb_formal.language import load_file
-from absorb_formal.model import Matrix
+from absorb_formal.model.blocks import Matrix
 
 SPEC = """\
 block R {
@@ -484,7 +485,7 @@ def test_an_exported_relu_witness_is_balanced_and_still_exact(tmp_path):
     whole size in its down column; export rescales each neuron by a power of two (exact for
     positively homogeneous σ), so the largest weight stays near the block's, and the stored
     arrays are still proved equal to the block."""
-    from absorb_formal.export import export
+    from absorb_formal.export.witness import export
 
     spec = tmp_path / "s.mlp"
     # D_J U_J = -I, J = {1, 2}: U_J = [[1/256, 1], [1, 0]], D_J = -U_J^-1. Neuron 1's key

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal import export
 from absorb_formal.decide import large
-from absorb_formal.enclosed_doubles import _exact_rows
-from absorb_formal.export import read_export
+from absorb_formal.export import witness as export
+from absorb_formal.export.enclosed_doubles import _exact_rows
+from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.crosscheck import compare
@@ -238,7 +238,7 @@ def test_entries_on_a_midpoint_or_exactly_zero_are_rounded_from_exact_rows(tmp_p
                                                                             monkeypatch):
     """Balls around an exact zero or a tie cannot settle the rounding: those rows are solved
     exactly, and every array is bit for bit the exact witness rounded (ties to even)."""
-    from absorb_formal import enclosed_doubles
+    from absorb_formal.export import enclosed_doubles
 
     block = tie_block(tmp_path)
     solved: list[int] = []
@@ -264,7 +264,7 @@ def test_entries_on_a_midpoint_or_exactly_zero_are_rounded_from_exact_rows(tmp_p
 
 
 def test_too_many_unsettled_rows_past_the_exact_limit_are_refused(tmp_path, monkeypatch):
-    from absorb_formal import enclosed_doubles
+    from absorb_formal.export import enclosed_doubles
 
     monkeypatch.setattr(large, "EXACT_DOUBLES", 4)
     monkeypatch.setattr(enclosed_doubles, "EXACT_ROWS", 2)

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from absorb_formal.checker import modlu, verify
+from absorb_formal.checker import verify
+from absorb_formal.checker.kernel import modlu
 from absorb_formal.decide import flips_large, unique_subset
-from absorb_formal.export import read_export
+from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
 
 from .test_large import doc_at, every_leaf_is_checked, prove, weights
@@ -518,9 +519,9 @@ def test_a_bias_that_is_not_a_vector_is_refused_by_the_checker_too(tmp_path, cli
     """The prover calls a 2×(m/2) bias array (or a literal matrix) malformed (exit 2); the
     checker, reading a block stored by source, must not flatten it into m values and accept a
     certificate about a block the language does not define."""
-    from absorb_formal.checker import unique_subset as checked_subset
-    from absorb_formal.checker.modular import Invalid
-    from absorb_formal.checker.reading import Rational, Reading, spec_location
+    from absorb_formal.checker.readers.reading import Rational, Reading, spec_location
+    from absorb_formal.checker.rules import unique_subset as checked_subset
+    from absorb_formal.checker.rules.modular import Invalid
 
     found = arrays("relu^2", D, M, None)
     np.savez(tmp_path / "w.npz", **found)
@@ -598,9 +599,9 @@ def test_the_quadratic_part_on_the_pivot_columns_is_the_whole_of_it(d, m, gated,
     and down columns opposite so that the sum cancels on some entries and not on others."""
     from types import SimpleNamespace
 
-    from absorb_formal.checker import unique_subset as checked
-    from absorb_formal.checker.reading import Rational
-    from absorb_formal.model import Layer, Matrix
+    from absorb_formal.checker.readers.reading import Rational
+    from absorb_formal.checker.rules import unique_subset as checked
+    from absorb_formal.model.blocks import Layer, Matrix
 
     entries = st.sampled_from([Fraction(v) for v in (0, 0, 1, -1, 2, -3)] + [Fraction(1, 2)])
 

@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import absorb_formal
-from absorb_formal import exactarray
-from absorb_formal.check_command import check_file
 from absorb_formal.checker import verify
-from absorb_formal.checker.files import FileError, read_array
-from absorb_formal.language.arrays import ArrayError, load_array
+from absorb_formal.checker.readers.files import FileError, read_array
+from absorb_formal.cli.check import check_file
+from absorb_formal.model import exactarray
+from absorb_formal.weights.arrays import ArrayError, load_array
 
 from .conftest import ROOT
 

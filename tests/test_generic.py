@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from absorb_formal import activations as acts
-from absorb_formal import linalg
 from absorb_formal.decide import concrete
+from absorb_formal.decide.lemmas import properties
 from absorb_formal.generic import engine
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
-from absorb_formal.properties import properties
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 
 from . import known_truth
 
@@ -172,7 +172,7 @@ POINT_SET = "piecewise.mlp.9.json"  # D2 is not absorbable: a finite point set
 
 
 def test_the_prover_asks_no_second_solver_and_stores_no_verdicts(monkeypatch):
-    from absorb_formal.checker import smt
+    from absorb_formal.checker.lemmas import smt
 
     def refuse(*args, **kwargs):
         raise AssertionError("the prover called cvc5: the checker re-solves anyway")
@@ -232,7 +232,8 @@ def test_a_block_with_biases_gets_no_box_and_no_encoding_that_ignores_them():
 
 
 def test_cvc5_giving_up_leaves_a_valid_certificate_that_says_so(monkeypatch):
-    from absorb_formal.checker import smt, verify
+    from absorb_formal.checker import verify
+    from absorb_formal.checker.lemmas import smt
 
     monkeypatch.setattr(smt, "cvc5_verdict", lambda text, timeout_ms=0: "unknown")
     verdict = verify(_stored(POINT_SET))
@@ -244,7 +245,8 @@ def test_cvc5_giving_up_leaves_a_valid_certificate_that_says_so(monkeypatch):
 
 
 def test_z3_must_refute_the_checkers_own_encoding(monkeypatch):
-    from absorb_formal.checker import smt, verify
+    from absorb_formal.checker import verify
+    from absorb_formal.checker.lemmas import smt
 
     monkeypatch.setattr(smt, "z3_verdict", lambda text, logic=None, rlimit=None: "unknown")
     verdict = verify(_stored(POINT_SET))

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from absorb_formal.checker.verify import verify
-from absorb_formal.result import PROVED, REFUTED, UNKNOWN
+from absorb_formal.checker.dispatch import verify
+from absorb_formal.model.result import PROVED, REFUTED, UNKNOWN
 
 from .test_bias_families import outcomes
 

@@ -11,15 +11,15 @@ from fractions import Fraction as F
 
 import pytest
 
-from absorb_formal import linalg
-from absorb_formal.activations import as_json as activation_json
-from absorb_formal.activations import leaky_relu, relu_power, simple
-from absorb_formal.checker import half as checker_half
-from absorb_formal.checker.verify import family_truth, not_absorbable
+from absorb_formal.checker.dispatch import family_truth, not_absorbable
+from absorb_formal.checker.rules import half_activation as checker_half
 from absorb_formal.decide import concrete, families
 from absorb_formal.decide import half_activation as H
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
+from absorb_formal.model import linalg
+from absorb_formal.model.activations import as_json as activation_json
+from absorb_formal.model.activations import leaky_relu, relu_power, simple
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 
 RELU = simple("relu")
 

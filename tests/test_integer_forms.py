@@ -13,13 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal import exactarray, proofs
-from absorb_formal.check_command import check_document
+from absorb_formal.certify import documents as proofs
 from absorb_formal.checker import verify
-from absorb_formal.checker.reading import Reading, spec_location
+from absorb_formal.checker.readers.reading import Reading, spec_location
+from absorb_formal.cli.check import check_document
 from absorb_formal.decide import equivalence, integer_forms
 from absorb_formal.language.load import load_file
-from absorb_formal.result import PROVED, REFUTED, Result
+from absorb_formal.model import exactarray
+from absorb_formal.model.result import PROVED, REFUTED, Result
 
 from .test_arrays import write_safetensors
 from .test_certificate_fields import changed, leaves

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from absorb_formal.check_command import check_document
 from absorb_formal.checker import verify
-from absorb_formal.checker.reading import Reading, spec_location
+from absorb_formal.checker.readers.reading import Reading, spec_location
+from absorb_formal.cli.check import check_document
 from absorb_formal.decide import large
 from absorb_formal.language.load import load_text
-from absorb_formal.model import Matrix, Skip
+from absorb_formal.model.blocks import Matrix, Skip
 
 from .test_arrays import write_safetensors
 from .test_certificate_fields import changed, leaves
@@ -416,7 +416,7 @@ def test_a_large_construction_exports_its_own_arrays_and_the_added_neurons(tmp_p
     """`absorb-prove export` writes a large block's witness without stored layers: the own
     arrays exactly as loaded (bf16 / int8 widen exactly to float64), then the added neurons
     of `large.added_neurons`; the exported plain block matches the block in floats."""
-    from absorb_formal import export
+    from absorb_formal.export import witness as export
 
     monkeypatch.chdir(tmp_path)
     block = bf16_block(tmp_path) if kind == "spare pairs" else gated_block(tmp_path, "reglu")
@@ -700,7 +700,7 @@ def test_a_doubles_witness_exports_and_equals_the_block(tmp_path, cli, monkeypat
     """`absorb-prove export --width m + d`: the doubles witness, built exactly (the exported
     floats are the exact values rounded: here float64, all exact; the doubled down columns are
     not the block's); it equals the block exactly and in floats."""
-    from absorb_formal import export
+    from absorb_formal.export import witness as export
 
     monkeypatch.chdir(tmp_path)
     text = doubles_block(tmp_path, act="leaky_relu(1/4)", skip="matrix")
@@ -728,7 +728,8 @@ def test_doubles_that_cannot_be_rounded_export_spare_pairs(tmp_path, cli, monkey
     many entries sit on rounding midpoints past the exact inverse's reach): --width m + d is
     refused with a hint; where a wider width is allowed (export without --width; scan
     --export) the spare pairs at m + 2d are written, and the width note says why."""
-    from absorb_formal import enclosed_doubles, export
+    from absorb_formal.export import enclosed_doubles
+    from absorb_formal.export import witness as export
 
     def unsettled(block, neurons):
         raise enclosed_doubles.Unsettled("no enclosure (test)")
@@ -768,7 +769,7 @@ def test_export_without_a_width_starts_from_the_doubles_at_m_plus_d(tmp_path):
     the gate (its weights grew, and it is measured against the output), so the
     spare pairs at m + 2d are written and the note says why; a looser --max-error keeps
     m + d."""
-    from absorb_formal import export
+    from absorb_formal.export import witness as export
 
     block = loaded(tmp_path, bf16_block(tmp_path, act="silu", bias=False))
     found = export.find_witness(block, None)

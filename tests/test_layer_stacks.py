@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from absorb_formal.checker.verify import verify
-from absorb_formal.export import read_export
+from absorb_formal.checker.dispatch import verify
+from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
 
 LAYER1 = """    layer 1 {{

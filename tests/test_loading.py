@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal.checker import files
+from absorb_formal.checker.readers import files
 from absorb_formal.language import load_text
-from absorb_formal.language.arrays import load_array
 from absorb_formal.language.errors import SpecError
+from absorb_formal.weights.arrays import load_array
 
 from .test_arrays import write_safetensors
 
@@ -104,7 +104,7 @@ def test_a_file_changed_between_two_loads_is_read_again(tmp_path):
 
 
 def test_one_key_loaded_twice_is_read_once_and_shared_read_only(tmp_path, monkeypatch):
-    from absorb_formal.language import arrays
+    from absorb_formal.weights import arrays
 
     path = tmp_path / "w.safetensors"
     write_safetensors(path, {"a": _bits(VALUES, "BF16")})

@@ -1,4 +1,4 @@
-"""The exact LU mod p on float64 BLAS (checker/modlu.py) against FLINT's nmod_mat, the
+"""The exact LU mod p on float64 BLAS (checker/kernel/modlu.py) against FLINT's nmod_mat, the
 reference: random and adversarial matrices (every entry p − 1, equal rows, rank-deficient
 blocks, sizes that are not multiples of the base block, primes whose exactness limit forces
 the inner dimension to be cut, zero pivots that send the LU without row exchanges to the
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from absorb_formal.checker import modlu
+from absorb_formal.checker.kernel import modlu
 
 P21 = modlu.primes(2)  # the minor's primes
 P_SMALL_LIMIT = 21_219_997  # (p−1)² ≈ 2^48.7: products are cut every inner_limit(p) = 20

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from absorb_formal.check_command import check_document
 from absorb_formal.checker import verify
-from absorb_formal.checker.reading import Reading, spec_location
+from absorb_formal.checker.readers.reading import Reading, spec_location
+from absorb_formal.cli.check import check_document
 from absorb_formal.decide.modular import PRIME
-from absorb_formal.exactarray import residues
-from absorb_formal.language.arrays import Loaded
+from absorb_formal.model.exactarray import residues
+from absorb_formal.weights.arrays import Loaded
 
 D, M = 256, 512  # 2·256·512 = 262,144 weights: just past the 250,000 exact-work limit
 
@@ -90,7 +90,7 @@ def test_a_tampered_weight_file_is_caught_even_with_a_forged_hash(certified, tmp
         up, down = z["up"].copy(), z["down"].copy()
     up[[0, 1]] = up[[1, 0]] * 1.5
     np.savez(tmp_path / "w.npz", up=up, down=down)
-    from absorb_formal.checker.files import sha256_file
+    from absorb_formal.checker.readers.files import sha256_file
 
     forged = copy.deepcopy(doc)
     new_hash = sha256_file(tmp_path / "w.npz")
@@ -227,7 +227,7 @@ def test_the_certificate_records_the_functional(certified):
 def test_a_minor_singular_mod_the_first_prime_is_tried_mod_the_next(certified, monkeypatch):
     """A false zero mod the first prime (forced here) sends the prover to the second; the
     checker accepts a functional modulo any odd prime below 2^21."""
-    from absorb_formal.checker import modlu
+    from absorb_formal.checker.kernel import modlu
     from absorb_formal.decide import modular
     from absorb_formal.language import load_file
 
@@ -248,7 +248,7 @@ def test_claims_queries_and_repeated_loads_share_one_lu(tmp_path, monkeypatch):
     """The residues and the functional are computed once per block's values
     (decide/large.py): a second claim, a query's min-width bounds and the same spec loaded
     again reuse them; a block with one weight changed does not."""
-    from absorb_formal.checker import modlu
+    from absorb_formal.checker.kernel import modlu
     from absorb_formal.decide import large
     from absorb_formal.language import load_file
 
@@ -276,7 +276,7 @@ def test_claims_queries_and_repeated_loads_share_one_lu(tmp_path, monkeypatch):
 
 
 def test_a_minor_too_big_for_the_memory_left_is_an_honest_unknown(tmp_path, cli, monkeypatch):
-    from absorb_formal.checker import modlu
+    from absorb_formal.checker.kernel import modlu
     from absorb_formal.decide import large
 
     monkeypatch.setattr(large, "_RECENT", [])
@@ -290,7 +290,7 @@ def test_a_minor_too_big_for_the_memory_left_is_an_honest_unknown(tmp_path, cli,
 
 
 def test_the_memory_left_is_read_on_this_machine():
-    from absorb_formal.checker import modlu
+    from absorb_formal.checker.kernel import modlu
 
     have = modlu.bytes_available()
     assert have is None or have > 0
@@ -299,7 +299,7 @@ def test_the_memory_left_is_read_on_this_machine():
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32])
 def test_residues_in_bands_are_the_residues_of_the_whole(dtype, monkeypatch):
-    from absorb_formal import exactarray
+    from absorb_formal.model import exactarray
 
     rng = np.random.default_rng(4)
     array = (rng.standard_normal((37, 29)) * 1000).astype(dtype)
@@ -318,7 +318,7 @@ DOWN = [[2, -3, 1, 4], [5, 1, -2, 3], [-1, 4, 6, 2]]
 
 def _small(tmp_path, skip, down=DOWN, activation="relu"):
     """A 3 × 4 block of integers as the prover loads it, and as the checker reads it."""
-    from absorb_formal.checker import files
+    from absorb_formal.checker.readers import files
     from absorb_formal.language import load_file
 
     spec = tmp_path / "z.mlp"
@@ -347,8 +347,8 @@ def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
     checker accepts it there and refuses the same Y claimed mod the first."""
     import flint
 
-    from absorb_formal.checker import modlu
-    from absorb_formal.checker import modular as checking
+    from absorb_formal.checker.kernel import modlu
+    from absorb_formal.checker.rules import modular as checking
     from absorb_formal.decide import modular
 
     first, second = modlu.primes(2)
@@ -373,8 +373,8 @@ def test_a_dead_neuron_is_refused_even_with_an_orthogonal_y(tmp_path):
     """A zero column of D makes its term 0, orthogonal to every Y: a Y built on the live terms
     alone passes the orthogonality test, so the checker must require every neuron alive (the
     generic case) — and the prover issues nothing for such a block."""
-    from absorb_formal.checker import modlu
-    from absorb_formal.checker import modular as checking
+    from absorb_formal.checker.kernel import modlu
+    from absorb_formal.checker.rules import modular as checking
     from absorb_formal.decide import modular
 
     q = modlu.primes(1)[0]
@@ -401,8 +401,8 @@ def test_a_dead_neuron_is_refused_even_with_an_orthogonal_y(tmp_path):
 def test_a_prime_dividing_the_slope_is_refused(tmp_path):
     """leaky_relu(1/q): a = (1 + 1/q)/2 has q in its denominator, so a functional mod q proves
     nothing; the prover takes the next prime and the checker refuses q."""
-    from absorb_formal.checker import modlu
-    from absorb_formal.checker import modular as checking
+    from absorb_formal.checker.kernel import modlu
+    from absorb_formal.checker.rules import modular as checking
     from absorb_formal.decide import modular
 
     first, second = modlu.primes(2)
@@ -422,9 +422,9 @@ def test_a_prime_dividing_the_slope_is_refused(tmp_path):
 
 
 def test_rows_alone_on_their_key_are_found_exactly_even_when_hashes_collide():
-    """checker/modular.py groups rows by a 64-bit hash, then compares rows sharing one: equal
+    """checker/rules/modular.py groups rows by a 64-bit hash, then compares rows sharing one: equal
     rows are never alone, and rows that merely collide (built here) still are."""
-    from absorb_formal.checker.modular import _alone
+    from absorb_formal.checker.rules.modular import _alone
 
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -447,7 +447,7 @@ def test_rows_alone_on_their_key_are_found_exactly_even_when_hashes_collide():
     {"scale": "3/2"}, {"scale": "0"},
     {"matrix": [["1", "2", "0"], ["-1/3", "0", "5"], ["0", "0", "7"]]}])
 def test_the_checkers_skip_entries_are_its_skip_rows(skip):
-    from absorb_formal.checker import exact
+    from absorb_formal.checker.kernel import linalg as exact
 
     block = {"dim": 3, "skip": skip}
     rows, entry = exact.skip_rows(block), exact.skip_entry(block)

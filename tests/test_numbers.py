@@ -6,12 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from absorb_formal.language.numbers import (
-    NumberError,
-    exact_decimal,
-    parse_decimal,
-    parse_rational,
-)
+from absorb_formal.language.numbers import NumberError, exact_decimal, parse_decimal, parse_rational
 
 
 @pytest.mark.parametrize(("text", "value"), [

@@ -11,16 +11,16 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from absorb_formal.activations import _erf
 from absorb_formal.decide import decide
 from absorb_formal.language import load_file, load_text
+from absorb_formal.model.activations import _erf
+from absorb_formal.model.result import ERROR
 from absorb_formal.numeric.attach import Options, attach
 from absorb_formal.numeric.backends import BackendError, NumpyBackend, backend
 from absorb_formal.numeric.crosscheck import MIN_POINTS, crosscheck
 from absorb_formal.numeric.fit import derivative, search
 from absorb_formal.numeric.floatblock import from_block
 from absorb_formal.numeric.points import batches
-from absorb_formal.result import ERROR
 
 from .conftest import CORPUS, ROOT
 
@@ -91,7 +91,7 @@ def test_crosscheck_off(cli):
 @pytest.mark.parametrize("name", ["relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid",
                                   "abs", "square", "identity"])
 def test_derivatives_match_finite_differences(name):
-    from absorb_formal import activations as acts
+    from absorb_formal.model import activations as acts
 
     scalar = acts.simple(name).scalar
     z = np.linspace(-4, 4, 81) + 0.0123  # avoid the kink at 0

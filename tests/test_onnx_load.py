@@ -1,5 +1,5 @@
-"""`load("model.onnx", "INITIALIZER")`: the prover's reader (`language/onnx_file.py`) and the
-checker's own (`checker/onnx_file.py`) read the same exact values from every way ONNX stores
+"""`load("model.onnx", "INITIALIZER")`: the prover's reader (`weights/onnx_file.py`) and the
+checker's own (`checker/readers/onnx_file.py`) read the same exact values from every way ONNX stores
 a tensor (raw_data, the typed fields, external data), refuse the same ambiguous files, and
 a certificate over a model with external data goes stale when an external file changes."""
 
@@ -21,12 +21,12 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import absorb_formal  # noqa: E402
-from absorb_formal import exactarray  # noqa: E402
-from absorb_formal.checker.files import FileError  # noqa: E402
-from absorb_formal.checker.weights import read_array  # noqa: E402
-from absorb_formal.checker.weights import sha256_file as checker_sha256  # noqa: E402
-from absorb_formal.language.arrays import ArrayError, load_array  # noqa: E402
-from absorb_formal.proofs import sha256_file as prover_sha256  # noqa: E402
+from absorb_formal.certify.documents import sha256_file as prover_sha256  # noqa: E402
+from absorb_formal.checker.readers.files import FileError  # noqa: E402
+from absorb_formal.checker.readers.weights import read_array  # noqa: E402
+from absorb_formal.checker.readers.weights import sha256_file as checker_sha256  # noqa: E402
+from absorb_formal.model import exactarray  # noqa: E402
+from absorb_formal.weights.arrays import ArrayError, load_array  # noqa: E402
 
 
 def model(path: Path, tensors: list[Any], nodes: list[Any] | None = None,

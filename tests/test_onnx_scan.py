@@ -17,9 +17,9 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from absorb_formal.language.arrays import load_array  # noqa: E402
 from absorb_formal.scanner.found import FoundBlock, TensorRef  # noqa: E402
 from absorb_formal.scanner.onnx_graph import find_blocks  # noqa: E402
+from absorb_formal.weights.arrays import load_array  # noqa: E402
 
 from .onnx_eval import run  # noqa: E402
 

@@ -317,8 +317,8 @@ def test_the_runtime_comparison_refuses_models_that_compute_something_else(tmp_p
     """Two models that differ (one weight changed) are beyond the runtime bound, and the
     check refuses; measured only (allowed None), it records the difference."""
     pytest.importorskip("onnxruntime")
+    from absorb_formal.export.onnx_patch import runtime_bound, runtime_check
     from absorb_formal.scanner.found import ScanError
-    from absorb_formal.scanner.onnx_patch import runtime_bound, runtime_check
 
     paths = []
     for seed in (7, 9):

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from absorb_formal import activations as acts
 from absorb_formal.decide import concrete, families
 from absorb_formal.decide.decision import Decision
-from absorb_formal.model import Block, Skip
-from absorb_formal.position import Pos
+from absorb_formal.model import activations as acts
+from absorb_formal.model.blocks import Block, Skip
+from absorb_formal.model.position import Pos
 
 from . import known_truth
 from .conftest import example_files

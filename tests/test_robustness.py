@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from absorb_formal.decide import decide
 from absorb_formal.language import load_text
-from absorb_formal.language.arrays import ArrayError, load_matrix
+from absorb_formal.model.result import ERROR
 from absorb_formal.numeric.attach import Options, attach
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.crosscheck import crosscheck
-from absorb_formal.result import ERROR
+from absorb_formal.weights.arrays import ArrayError, load_matrix
 
 from .conftest import CORPUS
 
@@ -165,8 +165,8 @@ def test_a_wide_claim_on_a_narrow_block_completes(cli, write_spec):
 def test_a_timeout_inside_a_property_proof_is_not_cached(cli, write_spec, monkeypatch):
     import sympy
 
-    from absorb_formal import budget
-    from absorb_formal import properties as props
+    from absorb_formal.decide import budget
+    from absorb_formal.decide import lemmas as props
 
     monkeypatch.setattr(props, "_proved", {})  # prove tanh afresh in this test
     real, calls = sympy.limit, []
@@ -189,8 +189,8 @@ def test_a_timeout_inside_a_property_proof_is_not_cached(cli, write_spec, monkey
 def test_sympy_failures_that_are_not_timeouts_still_mean_not_proved(monkeypatch):
     import sympy
 
-    from absorb_formal import properties as props
-    from absorb_formal.activations import simple
+    from absorb_formal.decide import lemmas as props
+    from absorb_formal.model.activations import simple
 
     monkeypatch.setattr(props, "_proved", {})
 
@@ -202,9 +202,9 @@ def test_sympy_failures_that_are_not_timeouts_still_mean_not_proved(monkeypatch)
 
 
 def test_properties_proved_past_the_deadline_are_not_cached(monkeypatch):
-    from absorb_formal import budget
-    from absorb_formal import properties as props
-    from absorb_formal.activations import simple
+    from absorb_formal.decide import budget
+    from absorb_formal.decide import lemmas as props
+    from absorb_formal.model.activations import simple
 
     monkeypatch.setattr(props, "_proved", {})
     monkeypatch.setattr(budget, "spent", lambda: True)  # an alarm some sympy code swallowed

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import absorb_formal
-from absorb_formal.export import _write_safetensors
+from absorb_formal.export.witness import _write_safetensors
 from absorb_formal.scanner.find import ScanError, find_named, language_activation, open_checkpoint
 
 RNG_SEED = 7
@@ -357,7 +357,7 @@ def _relu_mlp(x: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
 
 def _read(path: Path) -> dict[str, np.ndarray]:
     """Every tensor of a float32 / float64 safetensors file, as float64."""
-    from absorb_formal.language.arrays import shapes, stored
+    from absorb_formal.weights.arrays import shapes, stored
 
     out = {}
     for key in shapes(path):
@@ -428,7 +428,7 @@ def test_export_is_refused_when_some_sublayer_has_no_proved_width(cli, tmp_path)
 def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_path):
     torch = pytest.importorskip("torch")
     folder = gpt2(tmp_path / "g")
-    from absorb_formal.language.arrays import stored
+    from absorb_formal.weights.arrays import stored
 
     state = {}
     for key in _read(folder / "model.safetensors"):

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal import proofs
-from absorb_formal.check_command import check_file
-from absorb_formal.checker.reading import Reading
-from absorb_formal.checker.source import Load, read_spec
+from absorb_formal.certify import documents as proofs
+from absorb_formal.checker.readers.reading import Reading
+from absorb_formal.checker.readers.source import Load, read_spec
+from absorb_formal.cli.check import check_file
 from absorb_formal.decide import decide
 from absorb_formal.language import load_file, load_text
 from absorb_formal.language.errors import SpecError

@@ -1,6 +1,6 @@
 """Normalised sublayers (docs/rules.md "Normalised sublayers"; decide/sublayer.py,
-decide/ray_limit.py, checker/sublayer.py, checker/ray_limit.py): post-norm claims are the
-reduced block's, pre-norm and sandwich sublayers are refuted at every width by a ray-limit
+decide/ray_limit.py, checker/rules/sublayer.py, checker/rules/ray_limit.py): post-norm claims
+are the reduced block's, pre-norm and sandwich sublayers are refuted at every width by a ray-limit
 point or the gated Jacobian, degenerate norms stay unknown; every decided claim is
 re-verified by the checker, and tampered certificates are rejected."""
 
@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from absorb_formal.checker.ray_limit import sign_root
-from absorb_formal.checker.verify import verify
+from absorb_formal.checker.dispatch import verify
+from absorb_formal.checker.rules.ray_limit import sign_root
 from absorb_formal.language import SpecError, load_text
-from absorb_formal.result import PROVED, REFUTED, UNKNOWN
+from absorb_formal.model.result import PROVED, REFUTED, UNKNOWN
 
 from .test_bias_families import outcomes
 
@@ -250,9 +250,9 @@ def _centred(rows: list[list[Fraction]]) -> list[list[Fraction]]:
 def test_both_sides_project_a_loaded_matrix_exactly(tmp_path):
     """ΠD read lazily from a file (prover: ProjectedMatrix; checker: Projected) against the
     centred matrix built entry by entry in Fractions: rows, columns, residues, non-zeros."""
-    from absorb_formal.checker.files import read_array
-    from absorb_formal.checker.sublayer import Projected
-    from absorb_formal.model import Matrix, ProjectedMatrix
+    from absorb_formal.checker.readers.files import read_array
+    from absorb_formal.checker.rules.sublayer import Projected
+    from absorb_formal.model.blocks import Matrix, ProjectedMatrix
 
     rng = np.random.default_rng(3)
     down = (rng.normal(size=(5, 7)) * 3).astype(np.float32)
@@ -289,8 +289,8 @@ def test_a_post_norm_block_beyond_the_exact_limit_is_decided_on_its_projection(t
             "claim B is not absorbable\n")
     import json
 
-    from absorb_formal import proofs
-    from absorb_formal.checker.reading import Reading
+    from absorb_formal.certify import documents as proofs
+    from absorb_formal.checker.readers.reading import Reading
     from absorb_formal.decide.dispatch import decide
     from absorb_formal.language import load_file
 
@@ -313,7 +313,7 @@ def test_a_post_norm_block_beyond_the_exact_limit_is_decided_on_its_projection(t
 
 
 def test_export_writes_a_post_norm_witness_with_its_note_and_refuses_a_pre_norm_one(tmp_path):
-    from absorb_formal.export import ExportError, export, read_export
+    from absorb_formal.export.witness import ExportError, export, read_export
 
     spec = tmp_path / "s.mlp"
     spec.write_text(PROJECTED.format(norm="layernorm { eps 1e-12 }") + block(
@@ -466,7 +466,7 @@ def test_a_relu_power_neuron_exactly_at_zero_is_a_valid_point(tmp_path):
     """relu^k (k >= 2) is C¹: a neuron whose pre-activation is exactly 0 at N∞(x0)
     contributes 0 to the derivative. The kernel's enclosure of max(z, 0)^k on the ball 0
     recursed without end, which ended the prover's search and made a valid point invalid."""
-    from absorb_formal.checker import ray_limit as kernel
+    from absorb_formal.checker.rules import ray_limit as kernel
 
     text = ("block X { activation relu^2 dim 2 width 2 norm pre rmsnorm { eps 1e-6 "
             "gamma = [1/2, 1] } up = [[1, -1], [-3, 2]] down = [[-2, -3], [-2, 2]] }\n"
@@ -500,7 +500,7 @@ def test_an_exact_export_is_proved_equal_to_its_block(tmp_path):
     """Stored values that are the exact witness (rounding error 0) are read back and proved
     equal to the block by canonical forms; a post-norm block's export to its projected
     block (the model then computes N(P(x)))."""
-    from absorb_formal.export import export
+    from absorb_formal.export.witness import export
 
     spec = tmp_path / "s.mlp"
     down = "[[-1, 0, 1/2], [0, -1, 1/4]]"

@@ -18,12 +18,12 @@ import mpmath
 import numpy as np
 import pytest
 
-from absorb_formal import symbolic
-from absorb_formal.checker import symbolic as checked
-from absorb_formal.checker.verify import verify
+from absorb_formal.checker.dispatch import verify
+from absorb_formal.checker.kernel import symbolic as checked
 from absorb_formal.language.load import load_file
+from absorb_formal.model import symbolic
+from absorb_formal.model.result import DECIDED, PROVED, REFUTED
 from absorb_formal.numeric.floatblock import symbolic_float
-from absorb_formal.result import DECIDED, PROVED, REFUTED
 
 from .test_bias_decided import _decide as decide_all
 
@@ -109,7 +109,7 @@ def test_the_arithmetic_is_exact():
 
 def test_the_reflections_are_the_checkers():
     """The prover's table σ(p) = c + s·p + t·σ(−p) is the one the checker proves."""
-    from absorb_formal.checker import lemmas
+    from absorb_formal.checker.lemmas import relied as lemmas
 
     for kind in symbolic.KINDS:
         assert lemmas.reflection(kind) == symbolic.REFLECTION[kind]
@@ -299,7 +299,7 @@ def test_gated_linear_neurons_with_an_irrational_gate_value(tmp_path, act, skip,
 
 def test_exported_symbolic_weights_are_correctly_rounded():
     """export.round_values on symbolic entries: the nearest float of each format."""
-    from absorb_formal.export import round_values
+    from absorb_formal.export.witness import round_values
 
     rng = random.Random(3)
     values = [_random_value(rng) for _ in range(30)]
@@ -341,7 +341,7 @@ def test_export_of_a_symbolic_witness_loads_back_close(cli, tmp_path, name, widt
     """`export` writes a gelu witness (output bias gelu(1)) and a swiglu construction (down
     p/silu(1)) as float64: the loaded arrays compute the block to float accuracy; its
     record's rounding error is that of rounding the symbolic values (about 1e-17)."""
-    from absorb_formal.export import read_export
+    from absorb_formal.export.witness import read_export
 
     text = GATED.format(act="swiglu", skip="identity", top=4) + CONSTANT.replace("ACT", "gelu")
     spec = tmp_path / "s.mlp"

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from absorb_formal import activations as acts
-from absorb_formal import linalg
 from absorb_formal.decide import concrete, families
 from absorb_formal.decide.canonical import canonical_form
-from absorb_formal.model import Block, Layer, Matrix, Skip
-from absorb_formal.position import Pos
-from absorb_formal.properties import properties
+from absorb_formal.decide.lemmas import properties
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.blocks import Block, Layer, Matrix, Skip
+from absorb_formal.model.position import Pos
 
 from . import known_truth
 

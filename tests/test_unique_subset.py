@@ -15,9 +15,9 @@ import flint
 import numpy as np
 import pytest
 
-from absorb_formal.checker import modlu
+from absorb_formal.checker.kernel import modlu
 from absorb_formal.decide import unique_subset
-from absorb_formal.export import read_export
+from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
 
 from .test_large import doc_at, every_leaf_is_checked
@@ -217,7 +217,7 @@ def test_a_forged_witness_for_a_generic_block_is_invalid(tmp_path, cli, monkeypa
     """A witness claiming J for a block whose terms do not sum to −S/(2a) is rejected: the
     checker recomputes the d×d identity exactly."""
     from absorb_formal.checker import verify
-    from absorb_formal.checker.reading import Reading, spec_location
+    from absorb_formal.checker.readers.reading import Reading, spec_location
 
     chosen = planted(tmp_path, coefficient=2.0)  # J's terms sum to twice the target
     run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
@@ -333,7 +333,7 @@ def test_integer_fields_must_be_integers(tmp_path, cli, monkeypatch):
     """`int()` read 3.0, "3", 3.9 and true as neuron numbers: a field the checker did not
     see as written. Fields are integers in the document, as the prover writes them."""
     from absorb_formal.checker import verify
-    from absorb_formal.checker.reading import Reading, spec_location
+    from absorb_formal.checker.readers.reading import Reading, spec_location
 
     planted(tmp_path, coefficient=2.0)
     run(tmp_path, cli, monkeypatch, "--crosscheck", "0")
@@ -367,7 +367,7 @@ def test_integer_fields_must_be_integers(tmp_path, cli, monkeypatch):
     ([[0, 0, 0], [0, 2, 0], [0, 0, 2]], None),  # a zero first diagonal entry only
 ])
 def test_the_checkers_target_knows_a_multiple_of_the_identity(rows, expected):
-    from absorb_formal.checker import unique_subset as checker
+    from absorb_formal.checker.rules import unique_subset as checker
 
     skip = [[Fraction(v) for v in row] for row in rows]  # distinct objects, as read from a file
     target = checker._target(skip, Fraction(1), 101)

@@ -17,18 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from absorb_formal import activations as acts
-from absorb_formal import linalg
-from absorb_formal.checker.verify import verify
+from absorb_formal.checker.dispatch import verify
 from absorb_formal.decide import concrete, families, skip, width
 from absorb_formal.decide.canonical import canonical_form
-from absorb_formal.model import Block, Skip
-from absorb_formal.position import Pos
+from absorb_formal.model import activations as acts
+from absorb_formal.model import linalg
+from absorb_formal.model.blocks import Block, Skip
+from absorb_formal.model.position import Pos
 
 from .test_theory import make, small_blocks
 
 # the module (the package re-exports its function under the same name)
-checker = importlib.import_module("absorb_formal.checker.verify")
+checker = importlib.import_module("absorb_formal.checker.dispatch")
 LEAKY = acts.leaky_relu(Fraction(1, 5))
 
 

@@ -1,15 +1,36 @@
 """The independent checker: verifies certificate documents in exact arithmetic.
 
-It imports nothing from the prover (no `absorb_formal` module at all): it has its own exact
-linear algebra (`exact.py`), its own formulas for σ and sympy proofs of the §2 lemmas
-(`lemma_proofs.py`, kept on disk in entries of its own: `lemmas.py`, `proved.py`; sympy is
-imported only by the checks that need it), its own canonical forms (`forms.py`) and
-re-solves SMT queries with z3 and cvc5 (`smt.py`). `verify(document)` says whether the
-certificate supports the outcome. It also reads its own data: spec text (`source.py`),
-weight files bit-exactly from their bytes (`files.py`), and compares them with what a
-document embeds (`reading.py`).
+It imports nothing from the prover. Its parts, bottom to top:
+- `kernel/`: the trusted exact primitives — rationals and linear algebra over Q, the modular
+  LU, symbolic values, the certificate contract, the cache-folder rule. The prover imports
+  the kernel (and nothing else of the checker), never the other way round.
+- `readers/`: its own reading of spec text and weight files, bit-exactly from their bytes,
+  and the shape of a document.
+- `lemmas/`: its own sympy proofs of the activation lemmas (docs/rules.md §2), kept on disk
+  in entries of its own, and the SMT re-solves.
+- `rules/`: one module per rule of docs/rules.md, each re-deriving what a certificate kind
+  claims.
+- `dispatch.py`: `verify(document)`, from a certificate's kind to its check (the prover's
+  `decide/dispatch.py` routes a claim to its rule; this routes a certificate to its check);
+  `document.py`: one document checked, guarded against every failure.
+
+Importing this package is cheap: `verify` and `Verdict` load on first use.
 """
 
-from .verify import Verdict, verify
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["Verdict", "verify"]
+
+if TYPE_CHECKING:
+    from .dispatch import Verdict, verify
+
+
+def __getattr__(name: str) -> Any:
+    """`verify` and `Verdict`, loaded on first use."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import dispatch as module
+    globals().update(Verdict=module.Verdict, verify=module.verify)
+    return globals()[name]

@@ -24,9 +24,9 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from .. import linalg
-from ..activations import Activation
-from ..model import Block, Layer, Matrix
+from ..model import linalg
+from ..model.activations import Activation
+from ..model.blocks import Block, Layer, Matrix
 from . import flips
 from .canonical import ridge
 from .family_facts import ALWAYS, NEVER, Facts, attach_example, too_big_for_example, with_example

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import certificates as cert
-from ..model import Block
-from ..properties import Properties
+from ..certify import bodies as cert
+from ..model.blocks import Block
 from . import skip
+from .lemmas import Properties
 
 RULE = "T3 boundedness"
 

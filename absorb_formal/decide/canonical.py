@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .. import certificates as cert
-from .. import linalg
-from ..activations import Activation
-from ..model import Block, Layer
-from ..properties import properties
-from ..symbolic import Symbolic, linear_part, sigma_at
+from ..certify import bodies as cert
+from ..model import linalg
+from ..model.activations import Activation
+from ..model.blocks import Block, Layer
+from ..model.symbolic import Symbolic, linear_part, sigma_at
+from .lemmas import properties
 
 Vec = tuple[Fraction, ...]
 

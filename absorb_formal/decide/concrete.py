@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from .. import certificates as cert
-from ..model import Block, Layer, Matrix
+from ..certify import bodies as cert
+from ..model.blocks import Block, Layer, Matrix
 from . import flips, flips_large, glu, half_activation, large, linear, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import BIASED, Decision, undecided

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Layer
+from ..model.blocks import Layer
 
 # docs/rules.md §8: a biased block is compared with biased plain blocks, where the bias-free rules
 # (T1, T4, §4's keys, the generic engine's homogeneous encoding) do not hold as written. Each

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .. import budget
-from ..model import Block, Claim, Query, Spec, Statement
-from ..result import DECIDED, ERROR, PROVED, REFUTED, UNKNOWN, Result, unknown
-from . import concrete, equivalence, families, integer_forms
+from ..model.blocks import Block, Claim, Query, Spec, Statement
+from ..model.result import DECIDED, ERROR, PROVED, REFUTED, UNKNOWN, Result, unknown
+from . import budget, concrete, equivalence, families, integer_forms
 from .decision import Decision
 
 ENGINES = ("theory", "generic", "both")

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import certificates as cert
-from .. import linalg, symbolic
-from ..model import Block
+from ..certify import bodies as cert
+from ..model import linalg, symbolic
+from ..model.blocks import Block
 from . import linear, points
 from .canonical import CanonicalForm, canonical_form
 from .decision import BIASED

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Block
-from ..properties import properties
+from ..model.blocks import Block
 from . import bias_families, glu_families, half_activation, skip
 from .canonical import ridge
 from .decision import BIASED, Decision, undecided
 from .family_facts import ALWAYS, NEVER, Facts, with_example
+from .lemmas import properties
 from .never import never
 
 MODALITIES = ("never", "sometimes", "generically not", "always")

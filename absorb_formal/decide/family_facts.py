@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from .. import certificates as cert
-from .. import linalg
-from ..model import Block, Layer, Matrix
-from ..properties import properties
+from ..certify import bodies as cert
+from ..model import linalg
+from ..model.blocks import Block, Layer, Matrix
 from . import concrete
+from .lemmas import properties
 
 MAX_EXAMPLE_DIM = 32  # witness blocks are built only for families this small
 # What a rule that proves "never" (or "always") settles about all four modalities.

@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from .. import certificates as cert
-from .. import linalg
-from ..model import Block, Layer, Matrix
-from ..properties import properties
+from ..certify import bodies as cert
+from ..model import linalg
+from ..model.blocks import Block, Layer, Matrix
 from . import subset
 from .decision import Decision, undecided
+from .lemmas import properties
 
 METHOD = "§8.2 flip sets"
 CHECK = "§8.2 flip identity"

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import linalg
-from ..model import Block, Layer
+from ..model import linalg
+from ..model.blocks import Block, Layer
 from . import flips, large, modular, unique_subset
 from .decision import Decision, undecided
 

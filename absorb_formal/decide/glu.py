@@ -8,12 +8,12 @@ u_i ≠ 0, the block is absorbable at width m iff `Σ_{i∈J} d_i u_iᵀ = −S/
 
 from __future__ import annotations
 
-from .. import certificates as cert
-from .. import linalg
-from ..model import Block, Layer, Matrix
-from ..properties import properties
+from ..certify import bodies as cert
+from ..model import linalg
+from ..model.blocks import Block, Layer, Matrix
 from . import subset
 from .decision import Decision, undecided
+from .lemmas import properties
 
 METHOD = "§5 GLU sign flips"
 

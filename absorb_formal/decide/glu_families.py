@@ -28,10 +28,10 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from .. import linalg
-from ..model import Block, Layer, Matrix
-from ..properties import properties
+from ..model import linalg
+from ..model.blocks import Block, Layer, Matrix
 from .family_facts import ALWAYS, NEVER, Facts, attach_example, too_big_for_example
+from .lemmas import properties
 
 RANK = "§5 rank of S"
 LINEAR = "§5 linear neurons"

@@ -38,11 +38,11 @@ from typing import Any
 
 import flint
 
-from .. import linalg
-from ..activations import Activation
-from ..model import Block, Layer
-from ..properties import properties
+from ..model import linalg
+from ..model.activations import Activation
+from ..model.blocks import Block, Layer
 from .decision import Decision
+from .lemmas import properties
 
 METHOD = "§9 half-activation bound"
 STACK_METHOD = "§9 half-activation bound + stack of per-layer witnesses"

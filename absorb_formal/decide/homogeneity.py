@@ -10,10 +10,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from .. import certificates as cert
-from ..model import Block
-from ..properties import Properties
+from ..certify import bodies as cert
+from ..model.blocks import Block
 from . import points, skip
+from .lemmas import Properties
 
 RULE = "T1 homogeneity"
 SCALES = (Fraction(2), Fraction(1, 2), Fraction(3))

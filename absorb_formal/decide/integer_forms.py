@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import certificates as cert
-from .. import exactarray, symbolic
-from ..model import Block, Matrix
+from ..certify import bodies as cert
+from ..model import exactarray, symbolic
+from ..model.blocks import Block, Matrix
 from . import linear
 from .canonical import Ridge, ridge
 from .decision import BIASED

@@ -49,19 +49,19 @@ from typing import Any
 
 import numpy as np
 
-from .. import exactarray, linalg, symbolic
-from ..model import Block, Layer, Matrix
-from ..properties import properties
+from ..model import exactarray, linalg, symbolic
+from ..model.blocks import Block, Layer, Matrix
 from . import modular, unique_subset
 from .canonical import ridge
 from .decision import Decision, undecided
+from .lemmas import properties
 
 PRIME = modular.PRIME  # one prime for keys and minor: the checker reads both from it
 METHOD = "§4 key count + spare pairs (large block)"
 METHOD_DOUBLES = "§4 key count + doubles (large block)"
 CONSTRUCTION = "own neurons + spare pairs"
 DOUBLES = "own neurons + doubles"
-DOUBLES_PRIME = modular.MINOR_PRIMES[0]  # below 2^21: det U_Δ by checker/modlu.py's exact LU
+DOUBLES_PRIME = modular.MINOR_PRIMES[0]  # below 2^21: det U_Δ by checker/kernel/modlu.py's exact LU
 # W = −S U_Δ⁻¹/(2a) is built exactly (python-flint) only up to this d: its entries have about
 # d times the bits of a weight (d = 768: gigabytes). Export does not need it: it rounds W
 # from enclosures at any d (`enclosed_doubles`), and solves rows exactly only where a ball

@@ -31,7 +31,8 @@ import time
 from fractions import Fraction
 from math import gcd, lcm
 
-from .. import budget, linalg
+from ..model import linalg
+from . import budget
 
 # The kernel lattice is computed EQUATIONS_PER_STEP equations at a time: the basis so far,
 # with the new equations' values scaled by KERNEL_SCALE appended, is LLL-reduced, and the

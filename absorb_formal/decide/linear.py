@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .. import certificates as cert
-from .. import linalg
-from ..model import Block, Layer, Matrix
-from ..properties import properties
+from ..certify import bodies as cert
+from ..model import linalg
+from ..model.blocks import Block, Layer, Matrix
 from .decision import Decision
+from .lemmas import properties
 
 METHOD = "linear rank (§4)"
 

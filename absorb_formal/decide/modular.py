@@ -10,7 +10,7 @@ mod q (every weight and a have denominators prime to q — powers of two, for fl
 of U): it is orthogonal mod q to the first m columns of the minor M = [vec(d_i u_iᵀ) | vec S]
 on those coordinates and not to the last, which exists exactly when M is non-singular mod q,
 and is then the last row of M⁻¹ up to a factor. The prover's work is one exact LU of order
-m + 1 over Z/q, q below 2^21 (`checker/modlu.py`: every product exact in float64 BLAS, the
+m + 1 over Z/q, q below 2^21 (`checker/kernel/modlu.py`: every product exact in float64 BLAS, the
 bound k·(q−1)² < 2^53 raised on; tested against FLINT), and a back-substitution; the
 checker's is one product of O(m·k²), without any LU. A minor singular mod q is tried mod the
 next prime, then on another grid. That the m keys are distinct is the caller's
@@ -24,17 +24,15 @@ unchanged and the biases never enter Y's test.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from fractions import Fraction
 from math import isqrt
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
-from .. import linalg
-from ..model import Block, Matrix
+from ..checker.kernel import modlu as kernel_modlu
+from ..model import linalg
+from ..model.blocks import Block, Matrix
 from .canonical import ridge
 from .decision import Decision, undecided
 
@@ -43,27 +41,15 @@ METHOD = "§4 generic case + modular functional"
 # weight (≤ 24 bits) is a multiple of it.
 PRIME = 67_108_859
 # The functional's primes: the largest below 2^21, so that the LU runs exactly on float64 BLAS
-# (checker/modlu.py: k·(p−1)² < 2^53 for products of inner dimension k ≤ 2,048). A minor that
+# (checker/kernel/modlu.py: k·(p−1)² < 2^53 for products of inner dimension k ≤ 2,048). A minor that
 # is singular mod the first (a false zero has probability about m/p) is tried mod the next.
 MINOR_PRIMES = [2_097_143, 2_097_133]  # = modlu.primes(2) (tests/test_modlu.py)
 GRID_OFFSETS = 3
 
 
 def modlu() -> ModuleType:
-    """checker/modlu.py, the exact LU both sides share, loaded by its path: importing it
-    through the `checker` package would run the checker's __init__, whose imports (sympy,
-    z3) cost about half a second that the prover does not need. Registered under its own
-    name, so the checker, when imported later, finds and uses this same module."""
-    name = "absorb_formal.checker.modlu"
-    found = sys.modules.get(name)
-    if found is None:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parent.parent / "checker" / "modlu.py")
-        assert spec is not None and spec.loader is not None
-        found = importlib.util.module_from_spec(spec)
-        sys.modules[name] = found
-        spec.loader.exec_module(found)
-    return found
+    """The exact LU both sides share: the checker's kernel (checker/kernel/modlu.py)."""
+    return kernel_modlu
 
 
 def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
@@ -135,7 +121,7 @@ def _functional(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_:
     """(y, ⟨Y, S⟩ mod q): y on the first m + 1 coordinates of rows_ × cols_, orthogonal mod q
     to every d_i u_iᵀ there and not to S; None when the minor is singular mod q or q divides a
     denominator. Residues come from the exact weights (never from float64 copies, which round
-    0.3, long doubles and integers beyond 2^53); the LU is checker/modlu.py's. The prover
+    0.3, long doubles and integers beyond 2^53); the LU is checker/kernel/modlu.py's. The prover
     re-checks y as the checker will (one product, O(m·k²))."""
     coords = [(r, c) for r in rows_ for c in cols_][: m + 1]
     where_r = {r: n for n, r in enumerate(rows_)}

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Block
-from ..properties import properties
+from ..model.blocks import Block
 from . import bounded, flatness, homogeneity, parity, parity_infinity
+from .lemmas import properties
 
 RULES = (homogeneity, parity, bounded, flatness)
 BIASED_RULES = (bounded, parity_infinity)  # docs/rules.md §8: the rules that survive biases

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .. import certificates as cert
-from ..model import Block
-from ..properties import Properties
+from ..certify import bodies as cert
+from ..model.blocks import Block
 from . import points, skip
+from .lemmas import Properties
 
 RULE = "T2∞ parity at infinity"
 ARGUMENT = ("B(t x)/t -> B0(x) and P(t x)/t -> P0(x) as t -> oo (sigma H(1)), where B0, P0 "

@@ -4,7 +4,7 @@
 The search is numeric (float64, `numeric/ray_search.py`): it looks for a point x0 and a
 direction w at which the branch's limit along rays, `F ∘ N∞` (sandwich: `N₂ ∘ F ∘ N∞`),
 has a clearly non-zero derivative. Nothing it computes is trusted: each candidate is
-confirmed by the checker's own exact and ball-arithmetic test (`checker/ray_limit.py`)
+confirmed by the checker's own exact and ball-arithmetic test (`checker/rules/ray_limit.py`)
 before it is returned.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..checker import ray_limit as kernel
-from ..model import Block, Norm, exact_parts
+from ..checker.rules import ray_limit as kernel
+from ..model.blocks import Block, Norm, exact_parts
 from ..numeric.ray_search import Search
 from .decision import Decision, undecided
 
@@ -133,7 +133,7 @@ def _checker_layer(block: Block) -> dict[str, Any]:
 
 
 def _checker_block(block: Block) -> dict[str, Any]:
-    from ..proofs import activation_json, norm_json
+    from ..certify.documents import activation_json, norm_json
 
     assert block.norm is not None
     return {"dim": block.dim, "width": block.width, "depth": block.depth,

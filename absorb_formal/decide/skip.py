@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .. import linalg
-from ..model import Skip
+from ..model import linalg
+from ..model.blocks import Skip
 
 
 def power(skip: Skip, n: int) -> linalg.Rows:

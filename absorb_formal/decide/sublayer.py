@@ -17,8 +17,8 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from ..model import Block, Claim, Matrix, Query, Skip, Spec, Statement
-from ..result import DECIDED, PROVED, REFUTED, Result, unknown
+from ..model.blocks import Block, Claim, Matrix, Query, Skip, Spec, Statement
+from ..model.result import DECIDED, PROVED, REFUTED, Result, unknown
 from . import ray_limit
 from .decision import Decision
 from .family_facts import NEVER

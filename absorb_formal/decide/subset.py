@@ -26,9 +26,9 @@ from fractions import Fraction
 from math import lcm
 from typing import Any
 
-from .. import budget, linalg
-from .. import certificates as cert
-from . import lattice
+from ..certify import bodies as cert
+from ..model import linalg
+from . import budget, lattice
 
 MAX_ENUMERATED_FREE = 12
 Z3_TIMEOUT_MS = 20_000

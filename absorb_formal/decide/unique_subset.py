@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import linalg
-from ..model import Block, Layer, Matrix
+from ..model import linalg
+from ..model.blocks import Block, Layer, Matrix
 from . import modular
 from .canonical import ridge
 from .decision import Decision, undecided

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .. import certificates as cert
-from .. import linalg, progress
-from ..model import Layer, Matrix
-from . import subset
+from ..certify import bodies as cert
+from ..model import linalg
+from ..model.blocks import Layer, Matrix
+from . import progress, subset
 from .canonical import CanonicalForm, form_of_layer, normalise
 
 MAX_SIGN_ENUMERATION = 12  # k ≥ 1 sub-problems enumerate 2^singles sign vectors, always

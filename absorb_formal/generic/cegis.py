@@ -17,9 +17,9 @@ import random
 from fractions import Fraction
 from typing import Any
 
-from .. import budget
-from ..model import Block
-from ..properties import properties
+from ..decide import budget
+from ..decide.lemmas import properties
+from ..model.blocks import Block
 from . import encode
 
 MAX_UNKNOWNS = 8  # d = 2, m = 3 (12 unknowns) mostly runs out of time (NOTES.md)

@@ -11,8 +11,8 @@ from typing import Any
 
 import sympy as sp
 
-from ..activations import Scalar
-from ..model import Block
+from ..model.activations import Scalar
+from ..model.blocks import Block
 
 Vec = Sequence[Any]
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import sympy as sp
 
-from .. import certificates as cert
+from ..certify import bodies as cert
 from ..decide.decision import Decision, undecided
-from ..model import Block, Layer, Matrix
+from ..model.blocks import Block, Layer, Matrix
 from . import cegis, encode, polynomial
 
 POLY_METHOD = "generic: polynomial equations (§6)"

@@ -16,9 +16,10 @@ from typing import Any
 
 import sympy as sp
 
-from .. import budget, linalg
-from ..model import Block
-from ..properties import properties
+from ..decide import budget
+from ..decide.lemmas import properties
+from ..model import linalg
+from ..model.blocks import Block
 from . import encode
 
 MAX_UNKNOWNS = 12

@@ -6,8 +6,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from ..activations import Activation
-from ..model import Query, Spec
+from ..model.activations import Activation
+from ..model.blocks import Query, Spec
 from .errors import Diagnostic, SpecError
 from .hints import did_you_mean
 from .parse import parse_text

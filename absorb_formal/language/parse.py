@@ -20,7 +20,7 @@ from lark.exceptions import (
     VisitError,
 )
 
-from .. import diskcache
+from ..model import diskcache
 from .errors import Diagnostic, SpecError
 from .hints import character_hint, did_you_mean, open_sections, unclosed, written_elsewhere
 from .numbers import NumberError, parse_rational
@@ -49,7 +49,7 @@ from .syntax import (
 @functools.cache
 def parser() -> Lark:
     """The LALR parser, built once per process from `grammar.lark`; its tables are kept on
-    disk (`diskcache.py`) under lark's version, and lark itself checks the grammar's and the
+    disk (`model/diskcache.py`) under lark's version, and lark itself checks the grammar's and the
     options' hash stored in the entry (a stale entry is rebuilt)."""
     entry = diskcache.entry("lark", diskcache.code_key("language/grammar.lark",
                                                        libraries=("lark",)) + ".cache")

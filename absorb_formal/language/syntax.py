@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..position import Pos
+from ..model.position import Pos
 
 __all__ = ["Pos"]  # re-exported: the syntax tree's positions
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from .. import activations as acts
-from .. import exactarray
-from ..model import (
+from ..model import activations as acts
+from ..model import exactarray
+from ..model.blocks import (
     NORM_KINDS,
     PLACEMENTS,
     Block,
@@ -26,7 +26,7 @@ from ..model import (
     Statement,
     Vector,
 )
-from .arrays import ArrayError, load_array
+from ..weights.arrays import ArrayError, load_array
 from .errors import Diagnostic, SpecError
 from .hints import did_you_mean
 from .parse import keywords

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TextIO
 
-from ..model import Block
-from ..result import ERROR, Result
+from ..model.blocks import Block
+from ..model.result import ERROR, Result
 from .backends import Backend
 from .crosscheck import crosscheck
 from .floatblock import OutOfRange

@@ -15,8 +15,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .. import progress
-from ..model import Block
+from ..decide import progress
+from ..model.blocks import Block
 from .backends import CHUNK, Backend
 from .floatblock import (
     FloatBlock,

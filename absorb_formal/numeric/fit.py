@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import budget
-from ..activations import Scalar, _erf
-from ..model import Block
-from ..result import Result
+from ..decide import budget
+from ..model.activations import Scalar, _erf
+from ..model.blocks import Block
+from ..model.result import Result
 from .backends import Backend
 from .floatblock import from_block
 from .points import batches

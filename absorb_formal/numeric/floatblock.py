@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..activations import Scalar
-from ..model import Block, Layer, Matrix
+from ..model.activations import Scalar
+from ..model.blocks import Block, Layer, Matrix
 
 BIASES = ("up_bias", "gate_bias", "down_bias")
 
@@ -83,7 +83,7 @@ def to_float(value: Fraction) -> float:
 def symbolic_float(text: str) -> float:
     """A symbolic certificate value `r + Σ c Π σ(β)^e` (docs/certificates.md, read by the
     checker's parser) in float64, each σ(β) by the float σ the blocks are evaluated with."""
-    from ..checker.symbolic import parse
+    from ..checker.kernel.symbolic import parse
 
     total = 0.0
     for monomial, coefficient in parse(text).items():

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Block
+from ..model.blocks import Block
 
 
 class Search:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import Block
+from ..model.blocks import Block
 from .backends import Backend
 from .floatblock import from_block, to_float
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..language import SpecError, activation_named
-from ..language.arrays import ArrayError, shapes
 from ..language.errors import did_you_mean
+from ..weights.arrays import ArrayError, shapes
 from .found import FoundBlock, ScanError, Skipped, TensorRef
 
 # ---- activations: config.json names → the language's ---------------------------------------
@@ -125,7 +125,7 @@ def open_checkpoint(path: Path, copies: Path | None = None) -> Checkpoint:
         if copies is None:
             raise ScanError(f"{path}: a PyTorch pickle: its tensors need a folder to be "
                             "copied into")
-        from .pickles import to_safetensors
+        from ..weights.pickles import to_safetensors
 
         copy = to_safetensors(pickle, copies / f"{pickle.stem}.safetensors")
         checkpoint = Checkpoint(path, copies, config=_config_beside(pickle))

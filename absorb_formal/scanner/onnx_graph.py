@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import exactarray
-from ..language import onnx_file
-from ..language.arrays import Loaded
+from ..model import exactarray
+from ..weights import onnx_file
+from ..weights.arrays import Loaded
 from .found import FoundBlock, FoundNorm, ScanError, Skipped, TensorRef
 from .onnx_norms import Norms
 

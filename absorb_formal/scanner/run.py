@@ -21,7 +21,7 @@ from typing import Any
 
 from ..api import DEFAULT_TIMEOUT, StatementResult, decide_spec
 from ..language import SpecError, load_text
-from ..model import Spec
+from ..model.blocks import Spec
 from ..report import Entry, FileReport
 from .find import Checkpoint, ScanError, find_blocks, needs_copies, open_checkpoint
 from .found import FoundBlock, FoundNorm, Skipped, TensorRef
