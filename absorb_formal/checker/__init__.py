@@ -15,7 +15,6 @@ package (`cachedir.py`, which the prover's disk cache uses) costs no import of t
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import Any
@@ -25,7 +24,10 @@ __all__ = ["Verdict", "verify"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module(".verify", __name__), name)
+        from .verify import Verdict, verify
+
+        globals().update(Verdict=Verdict, verify=verify)
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
