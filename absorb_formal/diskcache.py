@@ -9,14 +9,15 @@ the source files whose code produced it and of the versions of the libraries inv
 entry made by other code is never read (it is simply not found). A cache that cannot be read
 or written is ignored: the work is redone.
 
-Trust: an entry of proved properties is believed only with an HMAC, under the user's secret
+Trust: an entry is believed only with an HMAC, under the user's secret
 (kept outside the cache folder: `checker/cachedir.py`), of its name and text (`write_signed`,
 `read_signed`): one planted in the folder — a cache restored or copied from elsewhere — is
 not read, and the properties are proved again. The checker never reads these entries (it
 proves every lemma it relies on itself, and keeps only what its own code proved, in entries
 of its own that the prover never reads: `checker/proved.py`), so even a believed entry here
 could change what the prover claims but not what `check` accepts. The parser's tables are
-lark's own file, which lark checks only against the grammar's hash.
+signed the same way (`language/parse.py`): lark reads them with pickle, which runs what the
+file says, so an unsigned file there must never reach it.
 """
 
 from __future__ import annotations
@@ -78,15 +79,15 @@ def entry(kind: str, key: str) -> Path | None:
     return None if base is None else base / f"{kind}-{key}"
 
 
-def write_text(path: Path, text: str) -> None:
+def write_bytes(path: Path, data: bytes) -> None:
     """Write atomically (a reader sees the old entry, none, or the whole new one); any
     failure leaves the cache as it was."""
     name = None
     try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
-                                         prefix=".tmp-", delete=False) as stream:
+        with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=".tmp-",
+                                         delete=False) as stream:
             name = stream.name
-            stream.write(text)
+            stream.write(data)
         os.replace(name, path)
     except OSError:
         if name is not None:
@@ -94,23 +95,24 @@ def write_text(path: Path, text: str) -> None:
                 os.unlink(name)
 
 
-def write_signed(path: Path, text: str) -> None:
-    """Write `text` under an HMAC line (`write_text`); nothing without a usable secret."""
-    digest = cachedir.sign(_signed_bytes(path, text))
+def write_signed(path: Path, data: bytes) -> None:
+    """Write `data` after an HMAC line (`write_bytes`); nothing without a usable secret."""
+    digest = cachedir.sign(_signed_bytes(path, data))
     if digest is not None:
-        write_text(path, digest + "\n" + text)
+        write_bytes(path, digest.encode() + b"\n" + data)
 
 
-def read_signed(path: Path) -> str | None:
-    """The text `write_signed` wrote at `path`, or None when there is none, or its HMAC (which
+def read_signed(path: Path) -> bytes | None:
+    """The data `write_signed` wrote at `path`, or None when there is none, or its HMAC (which
     covers the entry's name too: an entry moved to another name is not believed) does not
     match under the user's secret."""
     try:
-        digest, _, text = path.read_text(encoding="utf-8").partition("\n")
-    except (OSError, UnicodeDecodeError):
+        digest, _, data = path.read_bytes().partition(b"\n")
+    except OSError:
         return None
-    return text if cachedir.signed(_signed_bytes(path, text), digest) else None
+    return data if cachedir.signed(_signed_bytes(path, data), digest.decode("latin-1")) \
+        else None
 
 
-def _signed_bytes(path: Path, text: str) -> bytes:
-    return path.name.encode() + b"\0" + text.encode()
+def _signed_bytes(path: Path, data: bytes) -> bytes:
+    return path.name.encode() + b"\0" + data

@@ -222,3 +222,43 @@ def test_a_signed_properties_entry_moved_to_another_name_is_not_believed(prover_
     props._proved.clear()
     assert props.properties(simple("tanh")) == truth["tanh"]
 
+
+
+class _Touch:
+    """Unpickled, it creates a file: what a planted pickle could run instead."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return Path.touch, (self.marker,)
+
+
+def test_a_planted_parser_table_is_never_unpickled(prover_cache, tmp_path, monkeypatch):
+    """Lark reads its tables with pickle: a file planted under their name would run code
+    in the prover. Only a signed entry is loaded; the planted one is rebuilt."""
+    import pickle
+
+    from lark import Lark
+
+    from absorb_formal.language import parse
+
+    text = "block R { activation relu dim 2 width 1 up = [[1, 0]] down = [[1], [0]] }\n"
+    parse.parser.cache_clear()
+    try:
+        built = parse.parser().parse(text)
+        [entry] = prover_cache.glob("lark-*.cache")
+        marker = tmp_path / "ran"
+        entry.write_bytes(b"0" * 64 + b"\n" + pickle.dumps(_Touch(marker)))
+        parse.parser.cache_clear()
+        assert parse.parser().parse(text) == built
+        assert not marker.exists()
+        parse.parser.cache_clear()  # the rebuilt entry, signed, is loaded: nothing is built
+
+        def no_build(*args, **kwargs):
+            raise AssertionError("built although a signed entry is there")
+
+        monkeypatch.setattr(Lark, "open_from_package", no_build)
+        assert parse.parser().parse(text) == built
+    finally:
+        parse.parser.cache_clear()
