@@ -182,6 +182,20 @@ def test_an_unsound_key_turns_the_cache_off(cache, spoil):
     assert not list(cache.glob("checker-lemma-*.json"))
 
 
+def test_without_a_home_folder_there_is_no_cache(cache, monkeypatch):
+    def homeless() -> Path:
+        raise RuntimeError("Could not determine home directory")
+
+    monkeypatch.setattr(Path, "home", staticmethod(homeless))
+    monkeypatch.delenv(cachedir.KEY_ENV)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    assert cachedir.folder() == cache and cachedir.secret() is None  # the key has no place
+    monkeypatch.delenv(cachedir.ENV)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cachedir.folder() is None
+    assert proved.read(["relu_multiple", lemmas.key(RELU)]) is proved.MISSING
+
+
 def test_no_key_is_made_while_the_cache_is_off(tmp_path, monkeypatch):
     monkeypatch.setenv(cachedir.ENV, "off")
     monkeypatch.setenv(cachedir.KEY_ENV, str(tmp_path / "state" / "cache-key"))

@@ -55,8 +55,11 @@ def folder() -> Path | None:
     value = os.environ.get(ENV)
     if value is not None and value.strip().lower() in ("off", "0", "no", "false", ""):
         return None
-    root = Path(value) if value else \
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "absorb_formal"
+    try:
+        root = Path(value) if value else \
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "absorb_formal"
+    except (RuntimeError, KeyError):  # no $HOME, and the user has no passwd entry
+        return None
     return _private(root)
 
 
@@ -74,12 +77,16 @@ def _private(path: Path) -> Path | None:
     return path
 
 
-def key_path() -> Path:
-    """Where the secret is kept (outside the cache folder)."""
+def key_path() -> Path | None:
+    """Where the secret is kept (outside the cache folder); None when no home folder is
+    known to hold it."""
     value = os.environ.get(KEY_ENV)
     if value:
         return Path(value)
-    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    try:
+        state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    except (RuntimeError, KeyError):  # no $HOME, and the user has no passwd entry
+        return None
     return Path(state) / "absorb_formal" / KEY_NAME
 
 
@@ -89,7 +96,7 @@ def secret() -> bytes | None:
     if folder() is None:
         return None
     path = key_path()
-    if _private(path.parent) is None:
+    if path is None or _private(path.parent) is None:
         return None
     found = _read_key(path)
     if found is None and not path.exists() and not path.is_symlink():
