@@ -32,9 +32,15 @@ def check_in_a_fresh_process(cache: Path) -> tuple[str, bool]:
             "print(verdict.status, verdict.reason[:80])\nprint('sympy' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, env={"ABSORB_FORMAL_CACHE": str(cache), "PATH": "",
+                                         "ABSORB_FORMAL_CACHE_KEY": str(key_file(cache)),
                                          "PYTHONPATH": str(ROOT)}, check=True)
     status, loaded = run.stdout.strip().splitlines()
     return status.split()[0], loaded == "True"
+
+
+def key_file(cache: Path) -> Path:
+    """Where a test keeps the secret that signs the entries of `cache` (beside it, not in it)."""
+    return cache.parent / "state" / "cache-key"
 
 
 def entries(cache: Path) -> list[Path]:
@@ -46,6 +52,7 @@ def cache(tmp_path, monkeypatch):
     """The cache on, in a temporary folder; the lemmas' results in memory forgotten."""
     folder = tmp_path / "cache"
     monkeypatch.setenv(proved.ENV, str(folder))
+    monkeypatch.setenv("ABSORB_FORMAL_CACHE_KEY", str(key_file(folder)))
 
     def forget() -> None:
         lemmas._proved.cache_clear()
@@ -75,7 +82,7 @@ def test_corrupted_entries_are_ignored_and_proved_again(tmp_path):
     for path in written:
         path.write_bytes(b"\x00{not json")
     assert check_in_a_fresh_process(cache) == ("valid", True)  # proved again
-    assert all(json.loads(p.read_text())["sha256"] for p in entries(cache))  # and rewritten
+    assert all(json.loads(p.read_text())["hmac"] for p in entries(cache))  # and rewritten
     assert check_in_a_fresh_process(cache) == ("valid", False)
 
 
@@ -84,7 +91,7 @@ def test_an_entry_whose_value_was_changed_is_not_believed(cache):
     [path] = entries(cache)
     entry = json.loads(path.read_text())
     assert entry["value"] is True
-    entry["value"] = False  # its SHA-256 no longer matches
+    entry["value"] = False  # its HMAC no longer matches
     path.write_text(json.dumps(entry))
     lemmas._proved.cache_clear()
     assert proved.read(entry["call"]) is proved.MISSING
@@ -110,8 +117,7 @@ def test_an_entry_that_is_not_sound_is_missing(cache, change):
     else:
         entry["extra"] = 1
     if change != "field":  # a digest that matches the changed entry
-        entry["sha256"] = hashlib.sha256(json.dumps(
-            [proved.code(), entry["call"], entry["value"]]).encode()).hexdigest()
+        entry["hmac"] = proved._digest(entry["call"], entry["value"])
     path.write_text(json.dumps(entry))
     assert proved.read(call) is proved.MISSING
 
@@ -157,11 +163,10 @@ def test_entries_are_named_by_every_module_of_the_checker():
 
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o722])
 def test_a_folder_others_can_write_is_not_believed(cache, mode):
-    """An entry needs no secret to be made (its digest is over public data), so an entry is
-    only as trustworthy as the folder: one that other users can write (a shared folder named
-    by $ABSORB_FORMAL_CACHE, or a cache folder that existed before with a lax mode) could hold
-    a forged entry — here 'bilinear has a non-polynomial even part', which would let a §8.2
-    refutation of a bilinear block through. Such a folder is not used at all."""
+    """A folder that other users can write (a shared folder named by $ABSORB_FORMAL_CACHE, or
+    a cache folder that existed before with a lax mode) could hold a planted entry — here
+    'bilinear has a non-polynomial even part', which would let a §8.2 refutation of a
+    bilinear block through. Such a folder is not used at all."""
     bilinear = {"coeffs": [], "gated": True, "kind": "identity", "name": "bilinear",
                 "param": None, "power": None}
     call = ["holds", lemmas.key(bilinear), "N", "1"]
@@ -169,7 +174,7 @@ def test_a_folder_others_can_write_is_not_believed(cache, mode):
     path = proved._path(call)
     assert path is not None
     path.write_text(json.dumps({"code": proved.code(), "call": call, "value": True,
-                                "sha256": proved._digest(call, True)}))
+                                "hmac": proved._digest(call, True)}))
     assert proved.read(call) is True  # a private folder: the entry is believed
     cache.chmod(mode)
     assert proved.folder() is None

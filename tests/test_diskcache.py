@@ -17,6 +17,7 @@ from absorb_formal.model.activations import simple
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv(diskcache.ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("ABSORB_FORMAL_CACHE_KEY", str(tmp_path / "state" / "cache-key"))
     monkeypatch.setattr(props, "_proved", {})
     return tmp_path / "cache"
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from .dispatch import Verdict, verify
 from .readers.reading import Reading, Stale, spec_location
-from .readers.shape import document_problem
+from .readers.shape import document_problem, json_integer
 
 
 def _reading(doc: Any, path: Path) -> tuple[Reading | None, str]:
@@ -47,8 +47,9 @@ def check_document(path: Path) -> tuple[Verdict, str]:
 def check_file(path: Path) -> tuple[Verdict, dict[str, Any]]:
     """(verdict, the document: {} when it is not a readable JSON object) for one file."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_int=json_integer)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # ValueError:
+        # not JSON (json.JSONDecodeError), or an integer too long to convert (json_integer)
         return Verdict("invalid", f"unreadable certificate: {type(error).__name__}: "
                                   f"{str(error)[:200]}"), {}
     if not isinstance(doc, dict):

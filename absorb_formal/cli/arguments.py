@@ -56,3 +56,14 @@ def seconds(text: str) -> float:
     if value == float("inf"):
         raise argparse.ArgumentTypeError("inf is not a number of seconds (0 means no limit)")
     return value
+
+
+def size(text: str) -> int:
+    """An argparse type: a memory size, e.g. 300MB, 4GB, 1.5GiB (`memory.parse_size`; a usage
+    error, exit 2, otherwise)."""
+    from ..decide.memory import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

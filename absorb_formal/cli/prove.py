@@ -33,7 +33,7 @@ from ..report import (
     expectation_summary,
     summary,
 )
-from .arguments import count, nonnegative, parse, seconds
+from .arguments import count, nonnegative, parse, seconds, size
 
 DESCRIPTION = """\
 Decide every claim and query in .mlp spec files: can a residual MLP block
@@ -153,10 +153,11 @@ export:
   --prefer accuracy the least error in the dtype's arithmetic; a width other than the
   proved one is said on stdout and in width_note. stdout: a summary (with these figures)
   and a .mlp block that loads the file back. An existing FILE is never replaced without
-  --force.
+  --force. A witness whose arrays are estimated beyond --memory SIZE (300MB, 4GB,
+  1.5GiB; default: the memory available now) is refused before anything is allocated.
   Exit 0 written; 1 the block is not absorbable at W (or at any width); 2 an error (no
-  such block, a family, undecided, bad --out or --dtype, FILE exists, sample error
-  beyond --max-error, spec error).
+  such block, a family, undecided, bad --out, --dtype or --memory, FILE exists, sample
+  error beyond --max-error, beyond --memory, spec error).
 """
 
 
@@ -395,6 +396,11 @@ def build_export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
                         metavar="SECONDS",
                         help=f"time budget of the decision (default {DEFAULT_TIMEOUT:g}; 0 = none)")
+    parser.add_argument("--memory", type=size, metavar="SIZE",
+                        help="the most memory the export may hold (the whole process), e.g. "
+                             "300MB, 4GB, 1.5GiB (default: the memory available now); a "
+                             "witness whose arrays are estimated beyond it is refused before "
+                             "anything is allocated, exit 2")
     return parser
 
 
@@ -410,7 +416,7 @@ def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         with budget.limit(args.timeout):
             record = export.export(args.spec, args.name, args.out, args.width, args.dtype,
                                    args.force, args.points, args.engine, args.max_error,
-                                   args.prefer)
+                                   args.prefer, args.memory)
     except export.ExportError as error:
         print(f"absorb-prove export: error: {error}", file=stderr)
         return error.code

@@ -102,7 +102,7 @@ def properties(activation: Activation) -> Properties:
         if budget.spent():
             return found
         if path is not None:
-            diskcache.write_text(path, json.dumps(_as_json(found), sort_keys=True))
+            diskcache.write_signed(path, json.dumps(_as_json(found), sort_keys=True).encode())
     _proved[activation] = found
     return found
 
@@ -132,9 +132,13 @@ def _as_json(found: Properties) -> dict[str, Any]:
 
 
 def _read(path: Path) -> Properties | None:
-    """A stored entry, or None when absent or not exactly the shape `_as_json` writes."""
+    """A stored entry, or None when absent, not signed under the user's secret
+    (`diskcache.read_signed`) or not exactly the shape `_as_json` writes."""
+    stored = diskcache.read_signed(path)
+    if stored is None:
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(stored)
         if not isinstance(data, dict) or set(data) != _FIELDS:
             return None
         for name in _FRACTIONS:

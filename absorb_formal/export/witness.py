@@ -57,6 +57,7 @@ from ..decide import large
 from ..decide.concrete import MinWidth, too_large
 from ..decide.decision import Decision
 from ..decide.dispatch import _minimal, concrete_decision
+from ..decide.memory import EXACT_BYTES, export_bytes, refusal
 from ..model.blocks import Block, Layer, Matrix
 from ..numeric.backends import NumpyBackend, forward
 from ..numeric.crosscheck import affordable
@@ -626,10 +627,13 @@ PREFER = ("width", "accuracy")
 def export(spec_file: Path | str, name: str, out: Path | str, width: int | None = None,
            dtype: str = "float64", force: bool = False, points: int | None = None,
            engine: str = "theory", max_error: float | None = None,
-           prefer: str = "width") -> dict[str, str]:
+           prefer: str = "width", memory: int | None = None) -> dict[str, str]:
     """Decide block `name` of the spec and write its witness to `out`; return the record.
     Nothing is written when the sample's output-relative error passes `max_error` (default:
     `default_max_error(dtype)`). `prefer` chooses among exact constructions (`choose`).
+    `memory`: the most bytes the process may hold (None: no more than is available now); a
+    width whose arrays are estimated beyond it is refused before deciding or allocating
+    (`memory_refusal`).
     Raises ExportError (with its exit code) and SpecError (spec errors)."""
     from ..language import load_file
 
@@ -641,10 +645,20 @@ def export(spec_file: Path | str, name: str, out: Path | str, width: int | None 
         known = ", ".join(sorted(spec.blocks)) or "none"
         raise ExportError(f"{spec_file}: no block named {name!r} (blocks: {known})")
     block, sublayer = exported_block(spec.blocks[name])
+    why = "" if width is None else memory_refusal(block, width, dtype, memory)
+    if why:
+        raise ExportError(f"block {name} at width {width}: {why}; nothing written")
     found = find_witness(block, width, engine)
     return write_witness(found, out, dtype, force, points, {
         "spec": str(spec_file), "spec_sha256": proofs.sha256_file(spec_file), **sublayer},
-        max_error, prefer, engine)
+        max_error, prefer, engine, memory)
+
+
+def memory_refusal(block: Block, width: int, dtype: str, memory: int | None) -> str:
+    """Why exporting `block`'s witness at `width` in `dtype` is refused for want of memory
+    ("" when its estimate fits `memory`, None: what is available now: `decide/memory.py`)."""
+    return refusal(export_bytes(block.dim, width, block.depth, block.activation.gated,
+                                block.biased, dtype), memory)
 
 
 def exported_block(block: Block) -> tuple[Block, dict[str, str]]:
@@ -707,17 +721,22 @@ def _figure(figures: dict[str, str], key: str) -> float:
 
 
 def choose(found: Witness, dtype: str, points: int | None, max_error: float,
-           prefer: str = "width", engine: str = "theory") -> Choice:
+           prefer: str = "width", engine: str = "theory", memory: int | None = None) -> Choice:
     """Among `alternatives(found)` (in order of width): with prefer "width", the first that
     can be built and passes the gate (`max_error` on sample_max_rel_error), else the first
     built (which the gate then refuses); with "accuracy", the one with the least
     sample_max_rel_error_in_dtype_arith (ties: the narrower). The note names every
-    construction passed over and why; ExportError when none can be built."""
+    construction passed over and why; ExportError when none can be built (one whose
+    memory estimate passes `memory` is not tried: `memory_refusal`)."""
     options = alternatives(found, engine)
     made: list[tuple[Witness, dict[str, Rounded], dict[str, str]]] = []
     passed: list[str] = []
     for option in options:
         label = f"{option.construction} at width {option.claim_width}"
+        why = memory_refusal(option.block, option.claim_width, dtype, memory)
+        if why:
+            passed.append(f"{label} was not built ({why})")
+            continue
         try:
             rounded, figures = built(option, dtype, points)
         except large.TooWide as error:
@@ -770,9 +789,10 @@ def _passes(figures: dict[str, str], max_error: float) -> bool:
 
 def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: int | None,
                   source: dict[str, str], max_error: float | None = None,
-                  prefer: str = "width", engine: str = "theory") -> dict[str, str]:
+                  prefer: str = "width", engine: str = "theory",
+                  memory: int | None = None) -> dict[str, str]:
     limit = default_max_error(dtype) if max_error is None else max_error
-    chosen = choose(found, dtype, points, limit, prefer, engine)
+    chosen = choose(found, dtype, points, limit, prefer, engine, memory)
     witness, rounded = chosen.witness, chosen.rounded
     block = witness.block
     arrays = {key: r.values for key, r in rounded.items()}
@@ -791,21 +811,25 @@ def write_witness(found: Witness, out: Path, dtype: str, force: bool, points: in
         **({"width_note": notes} if notes else {}),
     }
     gate(record, limit)
-    record["equals"] = proved_equal(block, rounded)
+    record["equals"] = proved_equal(block, rounded, memory)
     write_arrays(out, arrays, record, force)
     return record
 
 
-def proved_equal(block: Block, rounded: dict[str, Rounded]) -> str:
+def proved_equal(block: Block, rounded: dict[str, Rounded], memory: int | None = None) -> str:
     """Whether the stored arrays, read back as the exact values they hold, compute `block`:
     `claim block equals plain` decided by the canonical forms (in exact integers beyond the
     exact-work limit), at any size. Tried when the stored values are the exact witness
-    (rounding error 0) of a depth-1 block; the answer, or why it was not tried."""
+    (rounding error 0) of a depth-1 block and its estimate fits `memory` (None: what is
+    available now); the answer, or why it was not tried."""
     if block.depth != 1 or block.layers is None:
         return "not tried: canonical forms compare depth-1 blocks"
     if any(r.max_rel_error != 0 for r in rounded.values()):
         return ("not tried: the stored values round the exact witness (their error is "
                 "measured above, not proved zero)")
+    why = refusal(EXACT_BYTES * sum(r.values.size for r in rounded.values()), memory)
+    if why:
+        return f"not tried: the exact comparison {why}"
     from dataclasses import replace
 
     from ..decide.equivalence import equal_blocks

@@ -5,7 +5,9 @@ Lark's own exceptions never escape: every failure becomes a positioned `SpecErro
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -49,19 +51,28 @@ from .syntax import (
 @functools.cache
 def parser() -> Lark:
     """The LALR parser, built once per process from `grammar.lark`; its tables are kept on
-    disk (`model/diskcache.py`) under lark's version, and lark itself checks the grammar's and the
-    options' hash stored in the entry (a stale entry is rebuilt)."""
-    entry = diskcache.entry("lark", diskcache.code_key("language/grammar.lark",
-                                                       libraries=("lark",)) + ".cache")
-    return Lark.open_from_package(
+    disk (`model/diskcache.py`) under the grammar's, this module's and lark's version. Lark reads
+    them with pickle, which runs what the file says: only an entry signed under the user's
+    secret is loaded (`diskcache.read_signed`); any other is rebuilt."""
+    entry = diskcache.entry("lark", diskcache.code_key(
+        "language/grammar.lark", "language/parse.py", libraries=("lark",)) + ".cache")
+    stored = None if entry is None else diskcache.read_signed(entry)
+    if stored is not None:
+        with contextlib.suppress(Exception):  # our own entry, yet unreadable: rebuilt
+            return Lark.load(io.BytesIO(stored))
+    built = Lark.open_from_package(
         "absorb_formal.language",
         "grammar.lark",
         parser="lalr",
         strict=True,
         propagate_positions=True,
         maybe_placeholders=False,
-        cache=False if entry is None else str(entry),
     )
+    if entry is not None:
+        tables = io.BytesIO()
+        built.save(tables)
+        diskcache.write_signed(entry, tables.getvalue())
+    return built
 
 
 @functools.cache

@@ -2,17 +2,22 @@
 activations' proved properties (`decide/lemmas.py`, JSON) and the parser's tables
 (`language/parse.py`, lark's own cache file).
 
-Where: `$ABSORB_FORMAL_CACHE` if set (`off` or `0` turns the cache off), else
-`$XDG_CACHE_HOME/absorb_formal` or `~/.cache/absorb_formal`, created private to the user
-(0700). Every entry's name carries `code_key(...)`: a SHA-256 of the source files whose code
-produced it and of the versions of the libraries involved, so an entry made by other code is
-never read (it is simply not found). A cache that cannot be read or written is ignored: the
-work is redone.
+Where: the folder `checker/kernel/cachedir.py` names — `$ABSORB_FORMAL_CACHE` if set (`off` or `0`
+turns the cache off), else `$XDG_CACHE_HOME/absorb_formal` or `~/.cache/absorb_formal`,
+created private to the user (0700). Every entry's name carries `code_key(...)`: a SHA-256 of
+the source files whose code produced it and of the versions of the libraries involved, so an
+entry made by other code is never read (it is simply not found). A cache that cannot be read
+or written is ignored: the work is redone.
 
-Trust: the prover reads these entries; the checker never does (it proves every lemma it
-relies on itself, and keeps only what its own code proved, in entries of its own that the
-prover never reads: `checker/lemmas/cache.py`), so a tampered entry here can change what the
-prover claims but not what `check` accepts.
+Trust: an entry is believed only with an HMAC, under the user's secret
+(kept outside the cache folder: `checker/kernel/cachedir.py`), of its name and text (`write_signed`,
+`read_signed`): one planted in the folder — a cache restored or copied from elsewhere — is
+not read, and the properties are proved again. The checker never reads these entries (it
+proves every lemma it relies on itself, and keeps only what its own code proved, in entries
+of its own that the prover never reads: `checker/lemmas/cache.py`), so even a believed entry here
+could change what the prover claims but not what `check` accepts. The parser's tables are
+signed the same way (`language/parse.py`): lark reads them with pickle, which runs what the
+file says, so an unsigned file there must never reach it.
 """
 
 from __future__ import annotations
@@ -25,31 +30,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ENV = "ABSORB_FORMAL_CACHE"
+from ..checker.kernel import cachedir
+from ..checker.kernel.cachedir import folder
 
-
-def folder() -> Path | None:
-    """The cache folder (created, private), or None when the cache is off, cannot be made, or
-    is not private: owned by another user, or writable by group or others (anyone who can
-    write there could plant an entry; `mkdir` leaves an existing folder's mode as it is). The
-    checker applies the same rule to its own entries (checker/lemmas/cache.py, which imports nothing
-    from here)."""
-    value = os.environ.get(ENV)
-    if value is not None and value.strip().lower() in ("off", "0", "no", "false", ""):
-        return None
-    if value:
-        base = Path(value)
-    else:
-        root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        base = Path(root) / "absorb_formal"
-    try:
-        base.mkdir(mode=0o700, parents=True, exist_ok=True)
-        status = base.stat()
-    except OSError:
-        return None
-    if status.st_uid != os.geteuid() or status.st_mode & 0o022:
-        return None
-    return base
+ENV = cachedir.ENV  # the variable that places (or turns off) the cache
 
 
 @functools.cache
@@ -95,17 +79,40 @@ def entry(kind: str, key: str) -> Path | None:
     return None if base is None else base / f"{kind}-{key}"
 
 
-def write_text(path: Path, text: str) -> None:
+def write_bytes(path: Path, data: bytes) -> None:
     """Write atomically (a reader sees the old entry, none, or the whole new one); any
     failure leaves the cache as it was."""
     name = None
     try:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
-                                         prefix=".tmp-", delete=False) as stream:
+        with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=".tmp-",
+                                         delete=False) as stream:
             name = stream.name
-            stream.write(text)
+            stream.write(data)
         os.replace(name, path)
     except OSError:
         if name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(name)
+
+
+def write_signed(path: Path, data: bytes) -> None:
+    """Write `data` after an HMAC line (`write_bytes`); nothing without a usable secret."""
+    digest = cachedir.sign(_signed_bytes(path, data))
+    if digest is not None:
+        write_bytes(path, digest.encode() + b"\n" + data)
+
+
+def read_signed(path: Path) -> bytes | None:
+    """The data `write_signed` wrote at `path`, or None when there is none, or its HMAC (which
+    covers the entry's name too: an entry moved to another name is not believed) does not
+    match under the user's secret."""
+    try:
+        digest, _, data = path.read_bytes().partition(b"\n")
+    except OSError:
+        return None
+    return data if cachedir.signed(_signed_bytes(path, data), digest.decode("latin-1")) \
+        else None
+
+
+def _signed_bytes(path: Path, data: bytes) -> bytes:
+    return path.name.encode() + b"\0" + data

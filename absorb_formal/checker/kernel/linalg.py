@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import re
+import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -16,7 +17,13 @@ ZERO, ONE = Fraction(0), Fraction(1)
 def q(text: Any) -> Fraction:
     if not isinstance(text, str | int):
         raise ValueError(f"expected a rational as a string, got {text!r}")
-    return Fraction(text)
+    try:
+        return Fraction(text)
+    except ValueError:
+        limit = sys.get_int_max_str_digits()  # Python converts no longer integer
+        if isinstance(text, str) and 0 < limit < len(text):
+            raise ValueError(f"a rational of more than {limit} digits") from None
+        raise
 
 
 def vec(items: Sequence[Any]) -> Vec:

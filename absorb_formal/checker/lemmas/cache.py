@@ -1,25 +1,29 @@
 """The checker's own entries on disk: results of its lemma proofs (`lemmas.py`), kept so
 that a later check need not import sympy and prove them again.
 
-Where: the folder of the package's start-up cache — `$ABSORB_FORMAL_CACHE` if set (`off` or
-`0` turns it off), else `$XDG_CACHE_HOME/absorb_formal` or `~/.cache/absorb_formal` — in
-files named `checker-lemma-CODE-CALL.json`, which only this module reads or writes. The
-prover's entries there (`absorb_formal/model/diskcache.py`) have other names and are never read
-here: nothing the prover proved or wrote is believed.
+Where: the folder of the package's start-up cache (`cachedir.folder`) — `$ABSORB_FORMAL_CACHE`
+if set (`off` or `0` turns it off), else `$XDG_CACHE_HOME/absorb_formal` or
+`~/.cache/absorb_formal` — in files named `checker-lemma-CODE-CALL.json`, which only this
+module reads or writes. The prover's entries there (`absorb_formal/model/diskcache.py`) have other
+names and are never read here: nothing the prover proved or wrote is believed.
 
 CODE is a SHA-256 of the bytes of every module of the checker (`checker/*.py`, this one
 included), of sympy's and mpmath's version files and of the Python version: once any of the
 checker's code changes, or the libraries its proofs ran on, the entries have other names and
-the old ones are simply not found. An entry holds the call, the value and a SHA-256 of
-code, call and value; it is used only when all of them match and the value has the type the
-call returns. Anything else — a truncated, edited or foreign file, a folder that cannot be
-read — is ignored: the lemma is proved again and its entry written anew.
+the old ones are simply not found. An entry holds the call, the value and an HMAC-SHA256 of
+code, call and value under the user's secret (`checker/kernel/cachedir.py`); it is used
+only when all of them match and the value has the type the call returns. Anything else — a truncated, edited
+or foreign file, one signed under another key, a folder that cannot be read — is ignored:
+the lemma is proved again and its entry written anew.
 
-Trust: an entry is what the checker's own code proved on this machine, in a folder private
-to the user (0700; a folder owned by another user or writable by group or others is not used
-at all, `folder`). Whoever can write there can also change the installed checker, so the
-entries add no new way to make `check` accept a false certificate; `ABSORB_FORMAL_CACHE=off`
-proves every lemma afresh.
+Trust: an entry is believed only when it carries an HMAC under the user's secret, which
+lives outside the cache folder in a file private to the user (`checker/kernel/cachedir.py`);
+without a sound key file, or in a folder that is not private to the user (owned by another user, or
+writable by group or others), the cache is not used at all. So an entry planted in the
+folder (a cache restored from a CI artifact or copied from another machine, a folder others
+can write) is not believed: making one that is needs the key, i.e. the user's own account,
+from which the installed checker could be changed as well. `ABSORB_FORMAL_CACHE=off` proves
+every lemma afresh.
 """
 
 from __future__ import annotations
@@ -29,36 +33,17 @@ import functools
 import hashlib
 import importlib.util
 import json
-import os
 import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-ENV = "ABSORB_FORMAL_CACHE"
+from ..kernel import cachedir
+from ..kernel.cachedir import folder
+
+ENV = cachedir.ENV  # the variable that places (or turns off) the cache
 MISSING = object()  # `read`'s answer when no sound entry is found
 FRACTIONS = ("odd_slope", "value_at_zero", "relu_multiple")  # a Fraction or None
-
-
-def folder() -> Path | None:
-    """The cache folder (created, private), or None when the cache is off, cannot be made, or
-    is not private: owned by another user, or writable by group or others. An entry needs no
-    secret to be made (its digest is over public data), so it is only as trustworthy as the
-    folder; `mkdir` leaves the mode of a folder that already exists (a shared one named by
-    $ABSORB_FORMAL_CACHE) as it is, hence the check at every use."""
-    value = os.environ.get(ENV)
-    if value is not None and value.strip().lower() in ("off", "0", "no", "false", ""):
-        return None
-    root = Path(value) if value else \
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "absorb_formal"
-    try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        status = root.stat()
-    except OSError:
-        return None
-    if status.st_uid != os.geteuid() or status.st_mode & 0o022:
-        return None
-    return root
 
 
 @functools.cache
@@ -93,8 +78,13 @@ def _path(call: list[str | None]) -> Path | None:
     return base / f"checker-lemma-{code()}-{name}.json"
 
 
-def _digest(call: list[str | None], value: Any) -> str:
-    return hashlib.sha256(json.dumps([code(), call, value]).encode()).hexdigest()
+def _digest(call: list[str | None], value: Any) -> str | None:
+    """The entry's HMAC under the user's secret (None without a usable one)."""
+    return cachedir.sign(_signed_text(call, value))
+
+
+def _signed_text(call: list[str | None], value: Any) -> bytes:
+    return json.dumps([code(), call, value]).encode()
 
 
 def read(call: list[str | None]) -> Any:
@@ -107,9 +97,9 @@ def read(call: list[str | None]) -> Any:
         entry = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return MISSING
-    if not isinstance(entry, dict) or set(entry) != {"code", "call", "value", "sha256"} \
+    if not isinstance(entry, dict) or set(entry) != {"code", "call", "value", "hmac"} \
             or entry["code"] != code() or entry["call"] != call \
-            or entry["sha256"] != _digest(call, entry["value"]):
+            or not cachedir.signed(_signed_text(call, entry["value"]), entry["hmac"]):
         return MISSING
     return decode(str(call[0]), entry["value"])
 
@@ -121,9 +111,12 @@ def write(call: list[str | None], value: Any) -> None:
     if path is None:
         return
     stored = encode(value)
+    digest = _digest(call, stored)
+    if digest is None:  # no usable secret: nothing is written
+        return
     with contextlib.suppress(OSError):
         path.write_text(json.dumps({"code": code(), "call": call, "value": stored,
-                                    "sha256": _digest(call, stored)}), encoding="utf-8")
+                                    "hmac": digest}), encoding="utf-8")
 
 
 def encode(value: Any) -> Any:

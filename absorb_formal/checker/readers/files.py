@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from .shape import json_integer
+
 NPY_HEADER_LIMIT = 10000  # numpy's default max_header_size
 
 
@@ -371,8 +373,11 @@ def _safetensors_header(path: Path, stream: Any, version: Stamp) -> tuple[Any, i
     if not 0 < size <= version[0] - 8:
         raise FileError("is not a well-formed .safetensors file (header length)")
     try:
-        header = json.loads(stream.read(size).decode("utf-8"), object_pairs_hook=_unique)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        header = json.loads(stream.read(size).decode("utf-8"), object_pairs_hook=_unique,
+                            parse_int=json_integer)
+    except FileError:  # a key named twice (_unique)
+        raise
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:  # json's or json_integer's
         raise FileError(f"has a malformed .safetensors header: {error}") from None
     _layout(header, version[0] - 8 - size)
     if settled(version):

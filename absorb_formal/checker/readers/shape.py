@@ -13,6 +13,7 @@ every matrix must have the block's declared shape.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .source import SourceError, activation_json, read_activation
@@ -23,6 +24,16 @@ DOCUMENT_FIELDS = frozenset({"format", "spec", "files", "line", "statement", "cl
                              "outcome", "verdict", "method", "reason", "certificate"})
 OUTCOMES = ("proved", "refuted", "unknown")
 BLOCK_FIELDS = frozenset({"name", "activation", "dim", "width", "depth", "skip", "layers"})
+
+
+def json_integer(text: str) -> int:
+    """`parse_int` for the checker's json.loads: the integer, or ValueError with a short
+    reason when it has more digits than Python converts (`sys.get_int_max_str_digits`)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"a JSON integer of more than {sys.get_int_max_str_digits()} "
+                         "digits") from None
 
 
 def _natural(value: Any) -> bool:
