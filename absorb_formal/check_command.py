@@ -15,7 +15,7 @@ from typing import TextIO
 from .arguments import parse
 from .checking import check_document, check_file
 
-__all__ = ["check_document", "check_file", "main"]  # the first two: where they used to be
+__all__ = ["check_document", "check_file", "main"]  # the first two from checking.py, for callers
 
 EXIT_OK, EXIT_INVALID, EXIT_ERROR = 0, 1, 2
 
