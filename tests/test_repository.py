@@ -1,10 +1,14 @@
-"""The repository stands on its own.
+"""The repository stands on its own, and its names say what things do.
 
 No module of the package, test, benchmark or generating script reads a path outside the
 repository: a path built from `__file__` stays under the repository's root, no string names
 a folder beside the repository (`../shared`) or a machine's own folders (`/work/`, `/home/`),
-and no test or benchmark reads the user's home folder; no page names such a folder either. A fresh
-clone is all a test needs.
+and no test or benchmark reads the user's home folder; no page names such a folder either.
+A fresh clone is all a test needs.
+
+No file name, test name or line of the package, the tests, the benchmarks, the specs or the
+docs refers to the project's history (a ticket's number, an inspection's finding codes)
+instead of saying what the code does or why.
 
 The package itself may keep its cache in the user's cache folder (diskcache.py,
 checker/proved.py): that is where the tool writes at run time, not a file it is built from.
@@ -160,3 +164,64 @@ def test_a_path_climbing_out_of_the_repository_is_found():
     assert home_references("x = 1  # not Path.home()\ny = Path.home() / 'data'\n") == [2]
     assert OUTSIDE_PAGE.search(f"examples in {beside}") and OUTSIDE_PAGE.search("`/work/x`")
     assert not OUTSIDE_PAGE.search("cached in `~/.cache/absorb_formal`, or ../work/out")
+
+
+# ---- names and comments say what code does, not which ticket asked for it ------------------
+
+HISTORY_FOLDERS = ("absorb_formal", "tests", "benchmarks", "specs", "docs")
+# The shapes (the planted examples below show each): a ticket's number, with or without a
+# space or an underscore; the words for an inspection of the code and what it found; a range
+# of finding codes (a capital R or F and a number, a dash, another); such a code with an item
+# letter in brackets; a test named after a code; a numbered item of a ticket. A code alone is
+# maths (matrices and blocks named R1 or F2, dtypes F32, BF16), and so never matched.
+HISTORY = re.compile(
+    r"(?i:(?<![a-z])issues?[ _#-]*\d+)"
+    r"|(?i:\breview(?:s|ed|ers?)?\b)"
+    r"|\b[RF]\d+[–-][RF]\d+\b"
+    r"|\b[RF]\d+\([a-z]\)"
+    r"|\btest_[rf]\d+_"
+    r"|(?i:\bitems? \d+\b)")
+
+
+def history(text: str) -> list[str]:
+    """The references to the project's history in `text`, one per match."""
+    return [match.group(0) for match in HISTORY.finditer(text)]
+
+
+def history_files() -> list[Path]:
+    return [ROOT / "README.md", *(path for folder in HISTORY_FOLDERS
+                                  for path in sorted((ROOT / folder).rglob("*"))
+                                  if path.is_file())]
+
+
+def test_no_name_or_line_refers_to_the_projects_history():
+    found = []
+    for path in history_files():
+        relative = path.relative_to(ROOT).as_posix()
+        found += [f"{relative}: file name {hit!r}" for hit in history(path.name)]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:  # weight files, figures
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            found += [f"{relative}:{n}: {hit!r}" for hit in history(line)]
+    assert not found, "say what the code does or why, not which ticket asked for it: " + \
+        "; ".join(found)
+
+
+def test_references_to_history_are_found_and_maths_is_not():
+    # Each planted line carries a "·", taken out before the check, so that this file, which
+    # the test above reads too, does not hold the references itself.
+    planted = [line.replace("·", "") for line in [
+        "a timeout keeps the decision (is·sue 14.4)", "bench_is·sue20.py",
+        "the second re·view (R·1–R6): each forgery", "Is·sue 19 F·5(b): a neuron",
+        "def test_r·2_x", "test_f·1_a_claim", "(is·sue 21, it·em 5)",
+        "re·view finding: a false alarm", "the re·viewers' block", "F·4-F6"]]
+    assert [line for line in planted if not history(line)] == []
+    assert history("see is·sue #12 and is·sues 3-4".replace("·", "")) == [
+        "is·sue #12".replace("·", ""), "is·sues 3".replace("·", "")]
+    maths = ["block R1 { activation relu dim 1 width 3 }", "claim F2 is always absorbable",
+             "dtype F32, BF16 or F16", "r1, r2 = self.numeric(ratio, 0.7)", "R14: 14 keys",
+             "the matrix R2 = R1 - S", "an issue of precision", "test_large_r2_block",
+             "Finding MLP sublayers", "previewed", "items of the list", "abs(r1 - r2)"]
+    assert [line for line in maths if history(line)] == []
