@@ -1,5 +1,5 @@
-"""What checking costs against proving, per large certificate kind (issue 20, item 3: the
-checker at most 1.2× the prover). Fresh processes, start-up included, the package
+"""What checking costs against proving, per large certificate kind (target: the checker at
+most 1.2× the prover). Fresh processes, start-up included, the package
 byte-compiled first; one temporary folder, its disk cache on.
 
   python benchmarks/bench_check_cost.py [--before DIR] [--repeat N] [NAME ...]
@@ -9,10 +9,10 @@ checker entries on disk (its lemmas proved with sympy, as on a fresh machine), a
 check with them (the steady state): medians of N (default 3) rounds, prover and checker
 alternating. --before DIR also checks with the tree in DIR (e.g. `git archive` of an older
 commit). Instances: gpt2 (modular functional: one GPT-2-shaped bf16 gelu_tanh block with
-biases, bench_issue20's), twice (unique subset solution: bench_unique's gpt2-twice), int64
+biases, bench_llm_size's), twice (unique subset solution: bench_unique's gpt2-twice), int64
 (own neurons, rows of J negated: bench_unique's int64), doubles (own neurons + doubles and
 minimal width bounds: bench_doubles' d = 64 block). Last, the start-up of one tiny claim
-against `python -c "import numpy"` (issue 20's ≤ 4×). Prints markdown on stdout, progress (with
+against `python -c "import numpy"` (target: ≤ 4×). Prints markdown on stdout, progress (with
 the load average) on stderr.
 """
 
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from bench_doubles import small
-from bench_issue20 import ROOT, compile_tree, load, log, median_run, numpy_import, run, tiny
+from bench_llm_size import numpy_import, tiny
 from bench_unique import int64, planted
-from common import table
+from common import ROOT, compile_tree, load, log, median_run, run, table
 from suite_checkpoints import gpt2
 
 

@@ -1,4 +1,4 @@
-"""The dense subset regime (issue 21, item 5): relu blocks with many more neurons than the
+"""The dense subset regime: relu blocks with many more neurons than the
 d² equations of Σ_{i∈J} d_i u_iᵀ = −S/(2a), decided at their own width.
 
 Seeded instances (weights as in instances.py: numerators in [−9, 9], denominators 1..4; or,

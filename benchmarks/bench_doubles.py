@@ -1,4 +1,4 @@
-"""Doubles for large blocks (issue 21 item 2): the min width bounds of a GPT-2-small-shaped
+"""Doubles for large blocks: the min width bounds of a GPT-2-small-shaped
 block (bf16, biases, gelu_tanh, d = 768, m = 3072, identity skip) and of a d = 64, m = 256
 block (fp32, biases), the doubles claim at m + d, and the check of its certificates. Wall
 seconds of fresh processes (start-up included), peak resident MB.

@@ -1,4 +1,4 @@
-"""Query timing (issue 14.4): a random relu block, d = 16, m = 64, through the Python API.
+"""Query timing: a random relu block, d = 16, m = 64, through the Python API.
 
     python benchmarks/bench_query.py [--timeout 5] [--d 16] [--m 64] [--seed 1]
 

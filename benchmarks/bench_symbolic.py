@@ -1,4 +1,4 @@
-"""Irrational constants (issue 21 item 4, docs/rules.md §8 "Symbolic constants"): how many
+"""Irrational constants (docs/rules.md §8 "Symbolic constants"): how many
 claims on small random biased blocks whose answer needs σ at a rational point — gelu/silu
 blocks with a constant neuron (u = 0, β ≠ 0), swiglu/geglu blocks — end decided. Counts, not
 times (each run takes seconds). Run: python -m benchmarks.bench_symbolic [BLOCKS] [SEED]; run

@@ -1,4 +1,4 @@
-"""Large blocks in the generic case decided both ways (issue 21, item 1): the unique solution of
+"""Large blocks in the generic case decided both ways: the unique solution of
 the subset system mod q (docs/rules.md, "the generic case at scale").
 
 Instances, written to a temporary folder as .npz files and decided through the command line

@@ -1,4 +1,4 @@
-"""The Depth ≥ 2 table of docs/depth.md (issue 23): what absorb_formal decides for random ReLU
+"""The Depth ≥ 2 table of docs/depth.md: what absorb_formal decides for random ReLU
 stacks of depth 2–4, d = 2–4, m = 1..2d+2, with and without biases; the generic engine where it
 reaches; --fit's best error on every refutation by the half-activation bound (docs/rules.md §9).
 

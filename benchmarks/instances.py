@@ -1,8 +1,8 @@
 """Seeded benchmark instances: random and planted ReLU/GELU blocks, equivalence pairs.
 
-Weights are small fractions (numerators in [−9, 9], denominators in 1..4), as in
-../shared/NOTES.md. "Planted" sets S = −2a·Σ_{i∈J} d_i u_iᵀ for a random J, so the block is
-absorbable by construction (docs/rules.md §4); "random" keeps S = I.
+Weights are small fractions (numerators in [−9, 9], denominators in 1..4). "Planted" sets
+S = −2a·Σ_{i∈J} d_i u_iᵀ for a random J, so the block is absorbable by construction
+(docs/rules.md §4); "random" keeps S = I.
 """
 
 from __future__ import annotations

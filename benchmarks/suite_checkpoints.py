@@ -1,4 +1,4 @@
-"""Real checkpoints read fast, exactly (issue 14, loading side): generated here (seeded) in a
+"""Real checkpoints read fast, exactly (the loading side): generated here (seeded) in a
 temporary folder, never committed. Every figure is the median of three fresh processes: wall
 time includes interpreter start-up and imports.
 

@@ -1,4 +1,4 @@
-"""Issue 8's targets, each marked met or missed with the measured figure and, when missed,
+"""The performance targets, each marked met or missed with the measured figure and, when missed,
 by how much and why."""
 
 from __future__ import annotations

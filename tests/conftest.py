@@ -1,4 +1,5 @@
-"""Shared fixtures: where the examples live, and the CLI run in-process."""
+"""Shared fixtures: where the example specs live (specs/examples/, inside the repository),
+and the CLI run in-process."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ["ABSORB_FORMAL_CACHE"] = "off"
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_EXAMPLES = ROOT.parent / "shared" / "examples"
 CORPUS = ROOT / "specs"
 
 
@@ -94,6 +94,5 @@ def write_spec(tmp_path: Path) -> Any:
 
 
 def example_files() -> list[Path]:
-    """The normative examples (../shared/examples), falling back to the corpus copy."""
-    folder = SHARED_EXAMPLES if SHARED_EXAMPLES.is_dir() else CORPUS / "examples"
-    return sorted(folder.glob("*.mlp"))
+    """The example specs, one per topic (specs/examples/*.mlp); part of the corpus."""
+    return sorted((CORPUS / "examples").glob("*.mlp"))

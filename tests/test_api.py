@@ -1,5 +1,5 @@
-"""The Python API (issue 15.2), queries that keep their answers (14.4), check that explains
-(15.3), and --fit on the text line (15.3)."""
+"""The Python API, queries that keep their answers, `check` that explains its verdicts, and
+--fit on the text line."""
 
 from __future__ import annotations
 

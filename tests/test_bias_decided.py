@@ -1,4 +1,4 @@
-"""Biased blocks decided without search (issue 19, F4–F6; docs/rules.md §8, §8.4): plain blocks
+"""Biased blocks decided without search (docs/rules.md §8, §8.4): plain blocks
 absorb themselves, linear blocks are Λx + γ, stacks of absorbable layers are absorbable, a
 block absorbable at its own width is absorbable wider, and a query's decision at its width
 follows from a proved min width. Verdicts are compared with an independent computation
@@ -151,7 +151,7 @@ def test_biased_stacks_of_flipped_layers_are_absorbable_and_checked(tmp_path, se
 
 
 def test_a_query_decides_its_width_from_a_proved_min_width(tmp_path):
-    """Issue 19 F6: the decision at the block's width follows from the min width."""
+    """The decision at the block's width follows from the min width."""
     text = ("block Q { activation square dim 2 width 4 bias up = [[1,0],[0,1],[1,1],[1,-1]]\n"
             " up_bias = [1,2,0,0] down = [[1,0,0,0],[0,1,0,0]] }\nquery Q\n")
     [(_, _, result, _)] = _decide(tmp_path, text)
@@ -161,7 +161,7 @@ def test_a_query_decides_its_width_from_a_proved_min_width(tmp_path):
 
 
 def test_absorbable_at_its_own_width_is_absorbable_wider(tmp_path):
-    """Issue 19 F5(e): the generic engine decides width 2 only; width 5 follows."""
+    """The generic engine decides width 2 only; width 5 follows."""
     text = ("block Q { activation square dim 2 width 2 bias up = [[1,0],[0,1]] up_bias = [1,2]\n"
             " down = [[1,0],[0,1]] }\nclaim Q is absorbable at width 5\n"
             "claim Q is absorbable\n")
@@ -197,7 +197,7 @@ def test_degree_two_polynomials_need_pairs_not_quadruples(tmp_path, coeffs, skip
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("act", ["silu", "gelu"])
 def test_constant_neurons_with_irrational_sigma_change_no_width_verdict(tmp_path, seed, act):
-    """Issue 19 F5(b): a neuron with u = 0 and β ≠ 0 adds d·σ(β), a constant (irrational for
+    """A neuron with u = 0 and β ≠ 0 adds d·σ(β), a constant (irrational for
     silu, gelu), which the output bias absorbs (docs/rules.md §8.1). So the verdict at each width
     equals the verdict of the same block with that neuron's constant moved out (d = 0) —
     decided the old way, without any formal constant — wherever both are decided; and the

@@ -302,7 +302,7 @@ def test_biased_certificates_check_their_fields(tmp_path):
            ["activation"].update(kind="tanh", name="tanh"))
 
 
-# §8.3 rows certified with a biased example member (issue 13): the member is built as §8.3
+# §8.3 rows certified with a biased example member: the member is built as §8.3
 # says and its witness comes from §8.2's flip sets; the checker re-verifies it.
 EXAMPLE_ROWS = [
     ("relu^2", 2, 4, "sometimes absorbable", "§8.3 relu^2 flips"),

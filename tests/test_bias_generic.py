@@ -121,7 +121,8 @@ def test_both_answers_over_the_random_blocks(tmp_path):
     assert seen == {PROVED, REFUTED}
 
 
-def test_r2_absorbable_at_width_2_and_min_width_2_bias_free_twin_not(tmp_path):
+def test_generic_engine_proves_biased_relu_square_absorbable_at_width_2_not_its_bias_free_twin(
+        tmp_path):
     r2 = ("block R2 {\n activation relu^2\n dim 1  width 2\n bias\n up = [[1], [1]]\n"
           " up_bias = [1, -1]\n down = [[-1/4, 1/4]]\n}\n")
     spec = load_text(r2 + "claim R2 is absorbable\nclaim min width of R2 is 2\n",

@@ -23,7 +23,7 @@ from absorb_formal.numeric.floatblock import from_block
 from tests.test_arrays import write_safetensors
 
 F = Fraction
-# the corpus copy of ../shared/examples-next/biases.mlp
+# the example of blocks with biases, one of the example specs
 EXAMPLES = Path(__file__).resolve().parents[1] / "specs" / "examples" / "biases.mlp"
 
 # docs/rules.md §8's example: B(x) = x − ¼ relu²(x+1) + ¼ relu²(x−1).

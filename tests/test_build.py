@@ -1,4 +1,4 @@
-"""Python builders: blocks from numpy arrays or torch modules, decided and saved (issue 14)."""
+"""Python builders: blocks from numpy arrays or torch modules, decided and saved."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Entries planted in the cache folder are not believed: the checker's lemma entries
 (checker/lemmas/cache.py) and the prover's proved properties (model/diskcache.py) carry an
-HMAC under a per-user secret kept outside the folder (checker/kernel/cachedir.py), so an entry written without
-that secret — in the format the cache has, with a SHA-256 digest over public data — is
+HMAC under a per-user secret kept outside the folder (checker/kernel/cachedir.py), so an
+entry written without that secret — in the format the cache has, with a SHA-256 digest over public data — is
 ignored and the work redone."""
 
 from __future__ import annotations

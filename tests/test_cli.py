@@ -9,7 +9,7 @@ import pytest
 
 from absorb_formal.report import summary
 
-from .conftest import CORPUS, SHARED_EXAMPLES, example_files
+from .conftest import CORPUS, example_files
 
 LINE = re.compile(r"^(?P<file>[^:]+\.mlp):(?P<line>\d+): "
                   r"(?P<outcome>proved|refuted|unknown|decided): "
@@ -34,7 +34,7 @@ def test_examples_give_one_well_formed_line_per_claim(cli):
     claims = [m for m in map(LINE.match, lines[:-1])]
     assert all(claims), lines
     assert lines[-1].startswith(f"summary: {len(files)} files, {len(claims)} claims")
-    assert len(files) >= 7 and len(claims) >= 15  # the shared examples, or the corpus copy
+    assert len(files) >= 7 and len(claims) >= 15  # every example of specs/examples
     assert run.code in (0, 1, 3)
     assert run.err == ""
 
@@ -101,20 +101,6 @@ def test_spec_error_outranks_other_outcomes_and_json_lists_it(cli, tmp_path):
 def test_summary_counts():
     assert summary([]) == ("summary: 0 files, 0 claims (0 proved, 0 refuted, 0 unknown), "
                            "0 queries (0 decided, 0 unknown), 0 files with errors")
-
-
-def test_corpus_copy_of_examples_matches_shared():
-    """The corpus copy holds every shared example as it is, and the examples-next files that
-    an issue has made pass (moved into the copy in the same change: biases.mlp, issue 13),
-    also as they are in ../shared."""
-    shared = {p.name: p.read_text() for p in example_files()}
-    copy = {p.name: p.read_text() for p in sorted((CORPUS / "examples").glob("*.mlp"))}
-    following = SHARED_EXAMPLES.parent / "examples-next"
-    moved = {name: text for name, text in copy.items() if name not in shared}
-    if following.is_dir():
-        assert all((following / name).is_file() and (following / name).read_text() == text
-                   for name, text in moved.items()), sorted(moved)
-    assert {name: copy.get(name) for name in shared} == shared
 
 
 @pytest.mark.parametrize("args", [("-j", "0"), ("--crosscheck", "-5"), ("-j", "two")])

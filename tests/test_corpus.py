@@ -1,4 +1,4 @@
-"""The corpus (specs/) and the shared examples: every outcome is the one the spec expects
+"""The corpus (specs/, the examples included): every outcome is the one the spec expects
 (`# expect:` comments; default proved), and every witness computes its block."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from absorb_formal.decide import decide, large
+from absorb_formal.decide import large
 from absorb_formal.language import load_file
 from absorb_formal.model.result import PROVED, REFUTED
 from absorb_formal.numeric.backends import NumpyBackend
@@ -26,11 +26,11 @@ from absorb_formal.numeric.crosscheck import (
 )
 from absorb_formal.numeric.floatblock import from_block, plain_from_json
 
-from .conftest import CORPUS, ROOT, example_files
+from .conftest import CORPUS, ROOT
 
 PROOFS = ROOT / "proofs"
 
-SPECS = sorted(CORPUS.rglob("*.mlp")) + example_files()
+SPECS = sorted(CORPUS.rglob("*.mlp"))
 
 
 def _witnesses(certificate) -> list[dict]:
@@ -44,12 +44,8 @@ def _witnesses(certificate) -> list[dict]:
 
 
 def _outcomes(path, corpus_run) -> dict[int, tuple[str, object]]:
-    """line → (outcome, certificate) of each claim of `path`: a corpus file's from the shared
-    run of the whole corpus (conftest.corpus_run), a shared example decided here."""
-    if not path.is_relative_to(CORPUS):
-        spec = load_file(path)
-        return {s.pos.line: ((r := decide(spec, s)).outcome, r.certificate)
-                for s in spec.statements}
+    """line → (outcome, certificate) of each claim of the corpus file `path`, from the one run
+    of the whole corpus (conftest.corpus_run)."""
     shown = corpus_run.folder / "specs" / path.relative_to(CORPUS)
     files = {f["path"]: f for f in corpus_run.doc["files"]}
     assert str(shown) in files, shown

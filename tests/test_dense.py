@@ -1,4 +1,4 @@
-"""The dense subset regime (issue 21, item 5): many more neurons than the d² equations of
+"""The dense subset regime: many more neurons than the d² equations of
 Σ_{i∈J} d_i u_iᵀ = −S/(2a). LLL (`decide/lattice.py`) finds planted subsets that CP-SAT's
 search misses; what it finds is re-checked exactly and certified as a witness like any J; it
 never refutes."""

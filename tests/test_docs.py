@@ -5,7 +5,10 @@
   ```mlp-fragment fences must parse, as they stand or wrapped in a block. An unlabelled fence
   that looks like a spec is an error (label it).
 - Every relative link resolves to a file of the repository (and, with `#anchor`, to a heading
-  of that page); no link leaves the repository.
+  of that page); no link leaves the repository (test_repository.py: nor does any other path a
+  page names).
+- Every file a docstring, comment, message, spec or page cites (a module, a page, a spec of
+  the corpus) is in the repository.
 - Every name the tool prints as its METHOD, every "§N" it cites and every certificate kind it
   emits is explained in docs/ (rules.md, certificates.md).
 """
@@ -145,7 +148,6 @@ def test_slug_follows_github():
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_links_resolve_inside_the_repository(page):
     text = FENCE.sub("", page.read_text(encoding="utf-8"))
-    assert "../shared" not in text, f"{page.name} refers to ../shared, outside the repository"
     for target in LINK.findall(text):
         if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
             continue
@@ -258,32 +260,98 @@ def test_the_exported_example_is_what_export_writes_now(tmp_path, monkeypatch):
     assert out.read_bytes() == (examples / "R_plain.safetensors").read_bytes()
 
 
-# ---- citations point at pages of the repository ------------------------------------------
+# ---- every file cited exists ----------------------------------------------------------------
 
-MISSING_PAGES = ("MATH.md", "LANGUAGE.md")  # now docs/rules.md, docs/language.md
+# A module (`decide/linear.py`, `find.py`), a page (`docs/rules.md`), the grammar (`.lark`), or
+# a spec of the corpus or the docs (`specs/…/x.mlp`; other `.mlp` names are examples of names).
+CITATION = re.compile(r"(?<![\w/.-])((?:\.\.?/)*(?:[\w-]+/)*[\w-]+\.(?:py|md|lark)"
+                      r"|(?:specs|docs)/(?:[\w-]+/)*[\w-]+\.mlp)(?![\w/-])")
+PAGE_CITATION = re.compile(r"(?<![\w/.-])((?:\.\.?/)*(?:[\w-]+/)*[\w-]+\.md)(?![\w/-])")
+CITING_FOLDERS = ("absorb_formal", "tests", "benchmarks", "specs", "docs")
+Said = tuple[int, str, re.Pattern[str]]
 
 
-def _citing(text: str) -> list[int]:
-    return [n for n, line in enumerate(text.splitlines(), 1)
-            if any(page in line for page in MISSING_PAGES)]
+def _python_prose(path: Path) -> list[Said]:
+    """What a module says to its reader: comments and docstrings (any file they cite) and, in
+    the package and the benchmarks, its other strings (messages: the pages they cite; a test's
+    strings are its data)."""
+    import io
+    import tokenize
+
+    messages = path.relative_to(ROOT).parts[0] in ("absorb_formal", "benchmarks")
+    source = io.StringIO(path.read_text(encoding="utf-8"))
+    tokens = [tok for tok in tokenize.generate_tokens(source.readline)
+              if tok.type not in (tokenize.NL, tokenize.ENCODING)]
+    said: list[Said] = []
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.COMMENT:
+            said.append((tok.start[0], tok.string, CITATION))
+        elif tok.type == tokenize.STRING:
+            before = tokens[i - 1].type if i else tokenize.NEWLINE
+            after = tokens[i + 1].type if i + 1 < len(tokens) else tokenize.NEWLINE
+            alone = before in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT) and \
+                after in (tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.COMMENT)
+            if alone or messages:
+                said += [(tok.start[0] + n, line, CITATION if alone else PAGE_CITATION)
+                         for n, line in enumerate(tok.string.splitlines())]
+    return said
 
 
-def test_nothing_cites_pages_the_repository_does_not_have():
-    """Code, docstrings, comments, specs and pages cite docs/rules.md (§N: its table
-    "Sections cited"), docs/certificates.md and docs/language.md."""
-    found = []
-    shared = {p.name for p in (ROOT / "specs" / "examples").glob("*.mlp")}  # the team's
-    # examples, kept byte for byte as ../shared/examples has them (test_cli checks it)
-    for folder in ("absorb_formal", "tests", "benchmarks", "specs", "docs"):
-        for path in sorted((ROOT / folder).rglob("*")):
-            if path.parent == ROOT / "specs" / "examples" and path.name in shared:
-                continue
-            if path.suffix in (".py", ".mlp", ".md", ".lark") and path.name != "test_docs.py":
-                found += [f"{path.relative_to(ROOT)}:{n}"
-                          for n in _citing(path.read_text(encoding="utf-8"))]
-    found += [f"README.md:{n}" for n in _citing((ROOT / "README.md").read_text("utf-8"))]
-    assert not found, f"cite docs/rules.md instead: {found}"
-    assert _citing("see MATH.md §4\nfine\n(LANGUAGE.md)") == [1, 3]
+def _prose(path: Path) -> list[Said]:
+    """(line, text, what it may cite) of what `path` says to a reader: a page outside its
+    fences (they show commands and output, tested by test_shown_output.py), every line of a
+    spec or of the grammar, a module's comments, docstrings and messages."""
+    if path.suffix == ".py":
+        return _python_prose(path)
+    if path.suffix not in (".md", ".mlp", ".lark"):
+        return []
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".md":
+        text = FENCE.sub(lambda fence: "\n" * fence.group(0).count("\n"), text)
+    return [(n, line, CITATION) for n, line in enumerate(text.splitlines(), 1)]
+
+
+def _files() -> list[Path]:
+    return [ROOT / "README.md", *(path for folder in CITING_FOLDERS
+                                  for path in sorted((ROOT / folder).rglob("*")) if path.is_file())]
+
+
+def unresolved(said: list[Said], citing: Path, files: set[str]) -> list[str]:
+    """The citations of `said` (by `citing`) that name no file of `files` (paths relative to
+    the root): a citation is relative to the citing file's folder, or the tail of a path from
+    the root (a module is cited as `decide/linear.py`, or `linear.py` beside it)."""
+    missing = []
+    for line, text, pattern in said:
+        for cited in pattern.findall(text):
+            tail = cited.removeprefix("./")
+            if not (citing.parent / cited).exists() and (
+                    tail.startswith("../") or
+                    not any(f == tail or f.endswith("/" + tail) for f in files)):
+                missing.append(f"{line}: {cited}")
+    return missing
+
+
+def test_every_file_cited_exists():
+    """Docstrings, comments, messages, specs and pages cite files the repository has: a page
+    that is not here, or a module since renamed, is an error (docs/rules.md holds the rules
+    and the sections cited as §N, docs/language.md the language)."""
+    files = _files()
+    names = {path.relative_to(ROOT).as_posix() for path in files}
+    found = [f"{path.relative_to(ROOT)}:{where}" for path in files
+             for where in unresolved(_prose(path), path, names)]
+    assert not found, f"cited, but not in the repository: {found}"
+
+
+def test_a_citation_of_a_missing_file_is_found():
+    names = {"docs/rules.md", "absorb_formal/scanner/find.py", "absorb_formal/linalg.py"}
+    said = [(1, "measured once (NOTES.md); see scanner/names.py", CITATION),
+            (2, "docs/rules.md §4, `find.py`, linalg.py and ./linalg.py", CITATION),
+            (3, "reads sympy's release.py; see OTHER.md", PAGE_CITATION),
+            (4, "as ../elsewhere/x.md has it; specs/gone/x.mlp", CITATION)]
+    citing = ROOT / "absorb_formal" / "planted.py"
+    assert unresolved(said, citing, names) == [
+        "1: NOTES.md", "1: scanner/names.py", "3: OTHER.md", "4: ../elsewhere/x.md",
+        "4: specs/gone/x.mlp"]
 
 
 def test_the_readme_test_command_is_what_ci_runs():

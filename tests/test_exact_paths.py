@@ -1,4 +1,4 @@
-"""Exact means exact, by design (issue 12): no module that decides or checks a verdict touches
+"""Exact means exact, by design: no module that decides or checks a verdict touches
 a float copy of a weight. Floats belong to `numeric/` (cross-checks, sanity figures, --fit).
 
 The scan is syntactic: it forbids the float views of the model (`Matrix.floats`,
@@ -21,9 +21,10 @@ DECIDING = ["decide", "generic", "checker", "language", "model/linalg.py", "mode
             "model/exactarray.py"]
 # model/activations.py holds σ's exact form and its numpy form side by side; the scan forbids
 # reaching for `.numpy` from any deciding module instead.
-# Reviewed exact readers: every float operation in them is a lossless widening or frexp.
+# Exact readers, checked by hand: every float operation in them is a lossless widening or
+# frexp.
 EXACT_READERS = {"model/exactarray.py", "checker/readers/files.py", "weights/arrays.py"}
-# Exact integer arithmetic on float hardware (issue 20): the modular LU keeps residues in
+# Exact integer arithmetic on float hardware: the modular LU keeps residues in
 # [-(p-1), p-1] as float64 and multiplies them with BLAS, exact because every dot product
 # has k·(p−1)² + p < 2^53, a bound the module raises on (not a bare assert) and that
 # tests/test_modlu.py holds against FLINT on random and adversarial matrices. It may name

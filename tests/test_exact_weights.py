@@ -1,8 +1,8 @@
-"""Exact means exact (issue 12): every weight reaches the exact path as the value it denotes.
+"""Exact means exact: every weight reaches the exact path as the value it denotes.
 
-The two wrong verdicts reviewers found: a large block decided on float64 copies of its weights
-(a literal 0.3, an int64 beyond 2^53), and long-double npz weights rounded through `float`.
-Each test here failed before the prover read values exactly.
+Two ways to a wrong verdict are closed here: a large block decided on float64 copies of its
+weights (a literal 0.3, an int64 beyond 2^53), and long-double npz weights rounded through
+`float`. Each test fails on a prover that reads values through floats.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def test_the_modular_functional_still_refutes_generic_blocks():
 
 
 def test_large_absorbable_block_is_not_refuted():
-    """The reviewers' block: past the exact-work limit, so only the modular path reads it."""
+    """A 3/10 among its weights, past the exact-work limit: only the modular path reads it."""
     block = _large_absorbable(down_first_column=[Fraction(3, 10) + r for r in range(D)])
     assert concrete.weight_count(block) > concrete.MAX_EXACT_WEIGHTS
     assert concrete.at_width(block, M).absorbable is not False

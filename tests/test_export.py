@@ -1,4 +1,4 @@
-"""`absorb-prove export`: the exact witness written as arrays, and loaded back (issue 14)."""
+"""`absorb-prove export`: the exact witness written as arrays, and loaded back."""
 
 from __future__ import annotations
 

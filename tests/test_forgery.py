@@ -1,9 +1,11 @@
 """Forged documents and crafted weight files: what an attacker can edit, the checker catches.
 
-F1: the claim a document is about comes from its `statement` (tied by `check` to the spec
-line it cites), never from the document's own `claim` field. F2: a weight file that two
-readers could read two ways is refused by the prover and by the checker alike, and on every
-other file the two readers (which share no code) agree bit for bit.
+The claim a document is about comes from its `statement` (tied by `check` to the spec line
+it cites), never from the document's own `claim` field. A weight file that two readers could
+read two ways is refused by the prover and by the checker alike, and on every other file the
+two readers (which share no code) agree bit for bit. Every other field an attacker can set
+(the line, a witness's roots, flip indices, the spec's path, embedded blocks, hostile JSON)
+is checked, and makes the document invalid rather than the checker crash or hang.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from absorb_formal.weights.arrays import ArrayError, load_array
 
 from .conftest import ROOT
 
-F1_SPEC = """\
+TWO_BLOCKS = """\
 block R { activation relu dim 2 width 2 up = [[1,0],[0,1]] down = [[1,0],[0,1]] }
 claim R is absorbable
 claim R is absorbable at width 6
@@ -58,13 +60,13 @@ def _status(doc: dict[str, Any], where: Path) -> str:
     return result.status
 
 
-def test_f1_a_claim_field_that_disagrees_with_the_statement_is_invalid(cli, tmp_path):
-    docs = _certify(cli, tmp_path, F1_SPEC)
+def test_a_claim_field_that_disagrees_with_the_statement_is_invalid(cli, tmp_path):
+    docs = _certify(cli, tmp_path, TWO_BLOCKS)
     line2 = json.loads(docs[2].read_text())
     line3 = json.loads(docs[3].read_text())
     line5 = json.loads(docs[5].read_text())
     assert line2["outcome"] == "refuted" and line3["outcome"] == "proved"
-    # The review's forgery: line 2 made "proved", its claim moved to width 6, line 3's witness.
+    # Line 2 made "proved", its claim moved to width 6, with line 3's witness.
     forged = {**line2, "outcome": "proved", "certificate": line3["certificate"],
               "claim": {**line2["claim"], "width": 6}}
     assert _status(forged, docs[2].parent / "forged.json") == "invalid"
@@ -81,8 +83,8 @@ def test_f1_a_claim_field_that_disagrees_with_the_statement_is_invalid(cli, tmp_
     assert [check_file(docs[n])[0].status for n in (2, 3, 5)] == ["valid"] * 3
 
 
-def test_f1_a_statement_changed_with_its_claim_is_stale_while_the_spec_is_there(cli, tmp_path):
-    docs = _certify(cli, tmp_path, F1_SPEC)
+def test_a_statement_changed_with_its_claim_is_stale_while_the_spec_is_there(cli, tmp_path):
+    docs = _certify(cli, tmp_path, TWO_BLOCKS)
     doc = json.loads(docs[3].read_text())
     wider = {**doc, "statement": "R is absorbable at width 7",
              "claim": {**doc["claim"], "width": 7}}
@@ -91,22 +93,22 @@ def test_f1_a_statement_changed_with_its_claim_is_stale_while_the_spec_is_there(
     assert verify(wider).status == "valid"
 
 
-def test_f1_statements_not_in_normal_form_are_invalid(cli, tmp_path):
-    doc = json.loads(_certify(cli, tmp_path, F1_SPEC)[3].read_text())
+def test_statements_not_in_normal_form_are_invalid(cli, tmp_path):
+    doc = json.loads(_certify(cli, tmp_path, TWO_BLOCKS)[3].read_text())
     for text in ("R is absorbable at width  6", "R  is absorbable at width 6",
                  "claim R is absorbable at width 6", "R is absorbable at width 6 # x",
                  "query R", "R is absorbable at width 6/1", ""):
         assert verify({**doc, "statement": text}).status == "invalid", text
 
 
-def test_f1_a_document_with_fields_nobody_checks_is_invalid(cli, tmp_path):
-    doc = json.loads(_certify(cli, tmp_path, F1_SPEC)[3].read_text())
+def test_a_document_with_fields_nobody_checks_is_invalid(cli, tmp_path):
+    doc = json.loads(_certify(cli, tmp_path, TWO_BLOCKS)[3].read_text())
     assert verify(doc).status == "valid"
     assert verify({**doc, "note": "trust me"}).status == "invalid"
     assert verify({**doc, "spec": {**doc["spec"], "extra": 1}}).status == "invalid"
 
 
-# ---- F2: weight files two readers could read two ways -----------------------------------------
+# ---- weight files two readers could read two ways --------------------------------------------
 
 def _npy(array: np.ndarray) -> bytes:
     out = io.BytesIO()
@@ -140,7 +142,7 @@ AMBIGUOUS = {
 
 
 @pytest.mark.parametrize("case", sorted(AMBIGUOUS))
-def test_f2_both_readers_refuse_an_ambiguous_npz(tmp_path, case):
+def test_both_readers_refuse_an_ambiguous_npz(tmp_path, case):
     path = _zip(tmp_path / "w.npz", AMBIGUOUS[case])
     with pytest.raises(ArrayError):
         load_array(path, "down")
@@ -148,7 +150,7 @@ def test_f2_both_readers_refuse_an_ambiguous_npz(tmp_path, case):
         read_array(path, "down")
 
 
-def test_f2_a_key_that_is_itself_a_member_name_is_refused(tmp_path):
+def test_a_key_that_is_itself_a_member_name_is_refused(tmp_path):
     # np.load(f)["up.npy"] reads member "up.npy"; "KEY.npy" is "up.npy.npy": two meanings.
     path = _zip(tmp_path / "w.npz", [("up.npy", _npy(UP)), ("up.npy.npy", _npy(UP * 2))])
     with pytest.raises(ArrayError, match="ambiguous"):
@@ -167,10 +169,10 @@ claim R is not absorbable
 """
 
 
-def test_f2_the_review_attack_swapping_in_a_shadowing_file_is_caught(cli, tmp_path):
+def test_a_shadowing_npz_swapped_in_under_its_new_hash_is_caught(cli, tmp_path):
     """The certificate is made from a file holding only the not-absorbable block; then a
     file that also holds plain `up`/`down` members (an absorbable block) is swapped in and
-    its SHA-256 written into the document. Before: `check` said valid."""
+    its SHA-256 written into the document: `check` must not say valid."""
     spec = tmp_path / "r.mlp"
     spec.write_text(R_LOADS, encoding="utf-8")
     _zip(tmp_path / "w.npz", [("up.npy", _npy(UP)), ("down.npy", _npy(NOT_ABSORBABLE))])
@@ -195,7 +197,7 @@ def _safetensors(path: Path, header: Any, data: bytes, raw_header: str | None = 
     return path
 
 
-def test_f2_both_readers_refuse_ambiguous_or_malformed_safetensors(tmp_path):
+def test_both_readers_refuse_ambiguous_or_malformed_safetensors(tmp_path):
     a, b = np.arange(6, dtype="<f4").tobytes(), (np.arange(6, dtype="<f4") + 9).tobytes()
 
     def entry(start: int, end: int) -> str:
@@ -265,7 +267,7 @@ def members(draw: Any) -> list[tuple[str, bytes]]:
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=members(), key=st.sampled_from(["w", "w.npy", "v"]))
-def test_f2_prover_and_checker_read_every_npz_alike(tmp_path, parts, key):
+def test_prover_and_checker_read_every_npz_alike(tmp_path, parts, key):
     path = _zip(tmp_path / "h.npz", parts)
     mine, theirs = _outcome(_exact_prover, path, key), _outcome(_exact_checker, path, key)
     assert mine == theirs
@@ -277,7 +279,7 @@ def test_f2_prover_and_checker_read_every_npz_alike(tmp_path, parts, key):
                 [[float(x) for x in row] for row in mine]).tolist()
 
 
-def test_f2_the_corpus_weight_files_still_read_alike():
+def test_prover_and_checker_read_the_corpus_weight_files_alike():
     files = sorted(p for p in (ROOT / "specs").rglob("*") if p.suffix in (".npz", ".safetensors"))
     assert files
     for path in files:
@@ -293,19 +295,20 @@ def test_f2_the_corpus_weight_files_still_read_alike():
                 assert _outcome(_exact_prover, path, key) == _exact_checker(path, key), (path, key)
 
 
-# ---- the second review (R1–R6): each forgery it found, now refused ----------------------------
+# ---- forged fields: line, roots, flip indices, spec path, hostile input, embedded blocks ------
 
-def test_r1_a_line_that_is_not_a_line_number_cannot_switch_off_the_staleness_test(cli, tmp_path):
-    docs = _certify(cli, tmp_path, F1_SPEC)
+def test_a_line_that_is_not_a_line_number_cannot_switch_off_the_staleness_test(cli, tmp_path):
+    docs = _certify(cli, tmp_path, TWO_BLOCKS)
     line2, line5 = (json.loads(docs[n].read_text()) for n in (2, 5))
     forged = {**line2, "outcome": "proved", "certificate": line5["certificate"],
               "blocks": {"R": {**line5["blocks"]["Q"], "name": "R"}}}  # Q's weights as R
+    where = docs[2].parent / "forged.json"
     for line in ("x", None, [2], 2.0, True, 0):
-        assert _status({**forged, "line": line}, docs[2].parent / "r1.json") == "invalid", line
-    assert _status({**forged}, docs[2].parent / "r1.json") == "stale"  # blocks differ
+        assert _status({**forged, "line": line}, where) == "invalid", line
+    assert _status({**forged}, where) == "stale"  # blocks differ
 
 
-def test_r2_a_witness_entry_must_be_a_real_root(cli, tmp_path):
+def test_a_witness_entry_must_be_a_real_root(cli, tmp_path):
     spec = ("block R { activation poly[0, 1, 0, 1] dim 1 width 1 skip 3 up = [[1]] "
             "down = [[-2]] }\nclaim R is absorbable\n")
     doc = json.loads(_certify(cli, tmp_path, spec)[2].read_text())
@@ -321,7 +324,7 @@ def test_r2_a_witness_entry_must_be_a_real_root(cli, tmp_path):
         assert verify({**doc, "outcome": "proved", "certificate": bad}).status == "invalid"
 
 
-def test_r3_glu_flip_indices_must_be_distinct_neurons_in_range(cli, tmp_path):
+def test_glu_flip_indices_must_be_distinct_neurons_in_range(cli, tmp_path):
     spec = "block G { activation glu dim 1 width 1 gate = [[1]] up = [[1]] down = [[-1/2]] }\n" \
            "claim G is absorbable\n"
     doc = json.loads(_certify(cli, tmp_path, spec)[2].read_text())
@@ -334,14 +337,14 @@ def test_r3_glu_flip_indices_must_be_distinct_neurons_in_range(cli, tmp_path):
         assert verdict.status == "invalid", listed
 
 
-def test_r4_check_names_the_spec_it_verified_against(cli, tmp_path):
-    docs = _certify(cli, tmp_path, F1_SPEC)
+def test_check_names_the_spec_it_verified_against(cli, tmp_path):
+    docs = _certify(cli, tmp_path, TWO_BLOCKS)
     [result] = absorb_formal.check(docs[2])
     assert result.spec.endswith("f.mlp") and result.line == 2
     assert f"in {result.spec}:2" in result.text()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / "f.mlp").write_text(F1_SPEC.replace("down = [[1,0],[0,1]] }\nclaim R",
+    (elsewhere / "f.mlp").write_text(TWO_BLOCKS.replace("down = [[1,0],[0,1]] }\nclaim R",
                                                      "down = [[-1,0],[0,-1]] }\nclaim R", 1))
     other = _certify(cli, elsewhere, (elsewhere / "f.mlp").read_text())[2]
     doc = json.loads(other.read_text())
@@ -352,12 +355,12 @@ def test_r4_check_names_the_spec_it_verified_against(cli, tmp_path):
     assert result.status == "valid" and "elsewhere" in result.spec  # said, never hidden
 
 
-def test_r5_hostile_documents_and_folders_end_as_invalid_not_as_a_crash_or_a_hang(cli, tmp_path):
+def test_hostile_documents_and_folders_end_as_invalid_not_as_a_crash_or_a_hang(cli, tmp_path):
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     os.mkfifo(tmp_path / "pipe.json")  # a FIFO named like a document: never opened
     run = cli("check", tmp_path)
     assert run.code == 1 and "deep.json: invalid" in run.out and "pipe.json" not in run.out
-    doc = json.loads(_certify(cli, tmp_path / "w", F1_SPEC)[3].read_text())
+    doc = json.loads(_certify(cli, tmp_path / "w", TWO_BLOCKS)[3].read_text())
     wide = 10**9
     huge = {**doc, "statement": f"R is not absorbable at width {wide}", "outcome": "proved",
             "claim": {**doc["claim"], "modality": "not", "width": wide},
@@ -367,7 +370,7 @@ def test_r5_hostile_documents_and_folders_end_as_invalid_not_as_a_crash_or_a_han
     assert verdict.status == "invalid" and "beyond what the checker re-solves" in verdict.reason
 
 
-def test_r6_readers_agree_on_npy_versions_digits_headers_and_bool_bytes(tmp_path):
+def test_readers_agree_on_native_byte_order_and_both_refuse_npy_1_1_and_bool_byte_2(tmp_path):
     good = _npy(UP)
     minor = good[:7] + b"\x01" + good[8:]  # version 1.1: numpy refuses it
     native = good.replace(b"'<f8'", b"'=f8'")  # native order: both read this machine's
@@ -383,8 +386,8 @@ def test_r6_readers_agree_on_npy_versions_digits_headers_and_bool_bytes(tmp_path
         assert _outcome(_exact_checker, path, "a") == "refused"
 
 
-def test_r6_embedded_blocks_must_be_consistent_when_the_spec_is_gone(cli, tmp_path):
-    doc = json.loads(_certify(cli, tmp_path, F1_SPEC)[3].read_text())
+def test_embedded_blocks_must_be_consistent_when_the_spec_is_gone(cli, tmp_path):
+    doc = json.loads(_certify(cli, tmp_path, TWO_BLOCKS)[3].read_text())
     block = doc["blocks"]["R"]
     for broken in ({**block, "activation": {**block["activation"], "kind": "identity"}},
                    {**block, "width": 4},
@@ -400,7 +403,7 @@ def test_r6_embedded_blocks_must_be_consistent_when_the_spec_is_gone(cli, tmp_pa
 
 # ---- §8.2 flip sets at scale (docs/rules.md §8.2, "Flip sets at scale") --------------------
 
-def test_r7_a_flip_set_refutation_carried_to_an_absorbable_block_is_invalid(cli, tmp_path,
+def test_a_flip_set_refutation_carried_to_an_absorbable_block_is_invalid(cli, tmp_path,
                                                                             monkeypatch):
     """The generic block's `unique subset solution` put on a block of the same shape whose
     planted J is a flip set: the checker rebuilds the system from the absorbable block's own

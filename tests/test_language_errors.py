@@ -114,7 +114,7 @@ CASES = [
 ]
 
 
-# ---- hints (issue 15.3): did you mean, look-alike characters, blocks left open ----------
+# ---- hints: did you mean, look-alike characters, blocks left open ---------------------
 
 BLOCK = "block R {\n  activation relu\n  dim 2\n  width 2\n"
 
@@ -229,7 +229,7 @@ def test_every_semantic_error_in_a_file_is_reported(tmp_path):
 
 def test_expectation_errors_are_reported_with_the_other_errors(tmp_path):
     """A `# expect:` typo is read from the text alone, so a file with other errors reports it
-    too (it used to show only once the rest was fixed)."""
+    too, not only once the rest is fixed."""
     text = ("block B { activation relu dim 0 width 2 }\n"
             "claim B is never absorbable   # expect: refute\n")
     with pytest.raises(SpecError) as caught:

@@ -130,7 +130,7 @@ def test_a_multiple_of_p_is_not_trusted():
 
 # ---- the bf16 block: own width, key count, construction, bounds ----------------------------
 
-def test_bf16_distinct_rows_now_decide_like_fp32(tmp_path, cli, monkeypatch):
+def test_bf16_distinct_rows_decide_like_fp32(tmp_path, cli, monkeypatch):
     block = bf16_block(tmp_path)
     [own] = prove(tmp_path, cli, monkeypatch, block, "claim Big is not absorbable\n")
     assert own["outcome"] == "proved" and own["certificate"]["kind"] == "modular functional"

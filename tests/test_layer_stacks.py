@@ -190,8 +190,8 @@ def test_a_biased_relu_stack_min_width_with_the_half_activation_bound_checks(tmp
                                                                            monkeypatch, cli):
     """§9 below (r = d, small down weights) and each layer absorbed above by a large-block
     construction (MAX_EXACT_COST lowered so that d = 6 counts as large): the bias gate accepts
-    the half-activation refutation under a stack of per-layer certificates (review finding:
-    it wanted nothing below, a false alarm)."""
+    the half-activation refutation under a stack of per-layer certificates (a gate that
+    wanted no certificate below would raise a false alarm here)."""
     import random
 
     from absorb_formal.decide import concrete

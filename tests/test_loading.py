@@ -1,4 +1,4 @@
-"""Reading weight files fast without losing exactness (issue 14): values kept as their bits
+"""Reading weight files fast without losing exactness: values kept as their bits
 until asked for, finiteness tested on bit patterns, `.T` as a view, one read per file
 version — in the prover's loader and in the checker's own reader."""
 

@@ -1,4 +1,4 @@
-"""Hand-written specs that once crashed or raised false alarms (issue 12): weights beyond
+"""Hand-written specs at the edges, decided without a crash or a false alarm: weights beyond
 float range, cancellation in floats, huge widths, timeouts inside property proofs, and
 malformed weight files."""
 
@@ -153,7 +153,7 @@ def test_wide_live_witnesses_are_evaluated_in_chunks():
 
 
 def test_a_wide_claim_on_a_narrow_block_completes(cli, write_spec):
-    # before: one 32768 x 60000 float64 temporary (15.7 GB), MemoryError, then unknown
+    # unchunked, one 32768 x 60000 float64 temporary (15.7 GB): MemoryError, then unknown
     run = cli("--crosscheck", "40000", write_spec(NARROW.replace(
         "claim R is absorbable", "claim R is absorbable at width 60000")))
     assert run.code == 0 and "cross-check 40000 points" in run.out, run.out

@@ -1,4 +1,4 @@
-"""`skip load("FILE", "KEY")`, with an optional `.T` (issue 21, item 3): a learnable skip of
+"""`skip load("FILE", "KEY")`, with an optional `.T`: a learnable skip of
 any size read from a weight file, by the prover and by the checker's own reader; a large
 block's certificate stores that skip by its source, and the checker reads it itself."""
 

@@ -1,4 +1,4 @@
-"""Exact symbolic constants σ(β) (issue 21 item 4; docs/rules.md §8 "Symbolic constants",
+"""Exact symbolic constants σ(β) (docs/rules.md §8 "Symbolic constants",
 docs/certificates.md "Symbolic values").
 
 Truth comes from mpmath at 60 digits, independently of the prover's arithmetic and of the

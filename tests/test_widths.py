@@ -1,4 +1,4 @@
-"""Decidable cases that used to end `unknown` (issue 12): relu-family families in d = 1 at
+"""Cases decided exactly rather than left `unknown`: relu-family families in d = 1 at
 every width, concrete O(a)+N blocks at and above the width bound (docs/rules.md §4), and d = 1
 stacks (§5). Every certificate goes through the independent checker."""
 

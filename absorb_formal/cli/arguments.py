@@ -61,7 +61,7 @@ def seconds(text: str) -> float:
 def size(text: str) -> int:
     """An argparse type: a memory size, e.g. 300MB, 4GB, 1.5GiB (`memory.parse_size`; a usage
     error, exit 2, otherwise)."""
-    from ..decide.memory import parse_size
+    from ..model.memory import parse_size
 
     try:
         return parse_size(text)

@@ -15,7 +15,8 @@ from typing import TextIO
 from ..checker.document import check_document, check_file
 from .arguments import parse
 
-__all__ = ["check_document", "check_file", "main"]  # the first two: where they used to be
+# check_document and check_file come from checker/document.py, for callers
+__all__ = ["check_document", "check_file", "main"]
 
 EXIT_OK, EXIT_INVALID, EXIT_ERROR = 0, 1, 2
 

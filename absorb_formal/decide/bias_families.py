@@ -15,7 +15,7 @@ built as §8.3 says (flip_member) with the witness §8.2's flip sets find for it
 
 At w = m the never column is the table's (m < rank S; 2m < rank S). Everything else:
 `unknown` (the generic engine's, for small sizes). The checker re-derives each rule's
-preconditions (verify.py `_biased_rule`).
+preconditions (checker/dispatch.py `_biased_rule`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ MAX_EXACT_WEIGHTS = 250_000  # beyond this, only rules that read no weight are t
 # The §4 width search works on m terms of d² entries each (the subset system); beyond this
 # many entries the large-block rules (O(m·d) residues and one (m+1)-determinant mod p, which
 # decide the generic case at width m, key counts below, doubles and spare pairs above) are tried
-# first, and the exact search only when they leave the width open (issue 19, F3).
+# first (cheap where the subset system is costly), and the exact search only when they leave
+# the width open.
 MAX_EXACT_COST = 100_000
 
 

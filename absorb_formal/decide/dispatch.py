@@ -179,7 +179,7 @@ def _query(block: Block, size: int, engine: str) -> Result:
     if clash:
         return Result(ERROR, reason=clash, method="both engines")
     known = None if decision.absorbable is None else (size, decision.absorbable)
-    try:  # a timeout here keeps the decision at `size` (issue 14.4)
+    try:  # a timeout here keeps the decision at `size`, already made
         minimal, clash = _minimal(block, engine, known, exhaustive=False)
     except budget.ClaimTimeout:
         minimal = concrete.MinWidth(False, reason=budget.timeout_reason())

@@ -19,7 +19,7 @@ polynomial (lemma OgN). At width w:
 Between m + 1 and m + r − 1, "generically not" and "always" stay `unknown`. The example of
 "sometimes" (m ≥ r, w ≥ m) is a member in §5's generic case whose first r neurons carry
 −S/(2c), with the witness §5's sign flips find for it. The checker re-derives each rule's
-preconditions (verify.py `_glu_family_rule`).
+preconditions (checker/dispatch.py `_glu_family_rule`).
 """
 
 from __future__ import annotations

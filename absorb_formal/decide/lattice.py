@@ -1,4 +1,4 @@
-"""Lattice reduction for the dense subset regime (docs/rules.md §4, issue 21 item 5).
+"""Lattice reduction for the dense subset regime (docs/rules.md §4, "The dense regime").
 
 The 0/1 system `Σ_j A_ij b_j = t_i` (A, t the integer rows of `subset.integer_rows`) has many
 more unknowns than equations when m > d²; then CP-SAT's search may find no solution in time

@@ -57,8 +57,8 @@ from ..decide import large
 from ..decide.concrete import MinWidth, too_large
 from ..decide.decision import Decision
 from ..decide.dispatch import _minimal, concrete_decision
-from ..decide.memory import EXACT_BYTES, export_bytes, refusal
 from ..model.blocks import Block, Layer, Matrix
+from ..model.memory import EXACT_BYTES, export_bytes, refusal
 from ..numeric.backends import NumpyBackend, forward
 from ..numeric.crosscheck import affordable
 from ..numeric.floatblock import FloatBlock, OutOfRange, from_block
@@ -656,7 +656,7 @@ def export(spec_file: Path | str, name: str, out: Path | str, width: int | None 
 
 def memory_refusal(block: Block, width: int, dtype: str, memory: int | None) -> str:
     """Why exporting `block`'s witness at `width` in `dtype` is refused for want of memory
-    ("" when its estimate fits `memory`, None: what is available now: `decide/memory.py`)."""
+    ("" when its estimate fits `memory`, None: what is available now: `model/memory.py`)."""
     return refusal(export_bytes(block.dim, width, block.depth, block.activation.gated,
                                 block.biased, dtype), memory)
 

@@ -22,7 +22,7 @@ from ..decide.lemmas import properties
 from ..model.blocks import Block
 from . import encode
 
-MAX_UNKNOWNS = 8  # d = 2, m = 3 (12 unknowns) mostly runs out of time (NOTES.md)
+MAX_UNKNOWNS = 8  # d = 2, m = 2; at d = 2, m = 3 (12 unknowns) synthesis mostly runs out of time
 MAX_ROUNDS = 40
 Z3_TIMEOUT_MS = 20_000
 RLIMIT = 20_000_000

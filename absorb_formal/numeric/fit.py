@@ -242,7 +242,7 @@ def fit_alarm(block: Block, width: int, result: Result, restarts: int,
             error, runs = search(block, width, restarts, engine, best_so_far=so_far)
         else:  # stacks and biases: every layer trained (docs/rules.md §9 refutations, §8)
             error, runs = search_stack(block, width, restarts, engine, best_so_far=so_far)
-    except budget.ClaimTimeout:  # keep the best error reached so far (issue 15.3)
+    except budget.ClaimTimeout:  # report the best error reached so far, not nothing
         error, runs, stopped = so_far.error, so_far.runs, budget.timeout_reason()
     report: dict[str, Any] = {
         "width": width, "restarts": runs,

@@ -3,7 +3,7 @@
 A relu block of d = 40, m = 70: 5,600 weights, far below the exact-work limit, but its §4
 subset system has d²·m = 112,000 entries (> MAX_EXACT_COST = 100,000 in
 absorb_formal/decide/concrete.py), so the large-block rules (modular functional, key count, spare
-pairs) are tried before the exact width search (issue 19, F3). up and down: non-zero
+pairs) are tried before the exact width search. up and down: non-zero
 integers in ±1..9 (int8); up_bias: integers in −5..5 (for the biased block).
 """
 

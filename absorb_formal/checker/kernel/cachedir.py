@@ -1,8 +1,8 @@
 """The folder of the per-user cache on disk, and the secret that signs its entries.
 
-Written once here and used by both sides: the checker's lemma entries (`proved.py`) and the
-prover's entries (`absorb_formal/diskcache.py`, which imports this module; nothing here
-imports the prover, and nothing heavy: the standard library only).
+Written once here and used by both sides: the checker's lemma entries
+(`checker/lemmas/cache.py`) and the prover's entries (`model/diskcache.py`, which imports
+this module; nothing here imports the prover, and nothing heavy: the standard library only).
 
 The folder: `$ABSORB_FORMAL_CACHE` if set (`off` or `0` turns the cache off), else
 `$XDG_CACHE_HOME/absorb_formal` or `~/.cache/absorb_formal`, created 0700 and used only while

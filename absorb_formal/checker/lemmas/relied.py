@@ -1,6 +1,6 @@
 """The activation lemmas (docs/rules.md §2) the checker relies on, each re-proved by the
-checker itself (`lemma_proofs.py`, sympy) and kept: in memory for the run, and on disk in
-the checker's own entries (`proved.py`), so that a later check reads the result its own code
+checker itself (`proofs.py`, sympy) and kept: in memory for the run, and on disk in
+the checker's own entries (`cache.py`), so that a later check reads the result its own code
 proved instead of importing sympy and proving it again (gelu_tanh's O(a) + N: about a
 second). A lemma that is not re-proved makes the certificate invalid.
 """

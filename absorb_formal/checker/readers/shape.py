@@ -1,7 +1,7 @@
 """The shape of a certificate document, checked before anything in it is used.
 
 A document is read by two parts of the checker: `reading.py` ties it to the spec and weight
-files it names, and `verify.py` checks its certificate. Both assume the document is well
+files it names, and `checker/dispatch.py` checks its certificate. Both assume the document is well
 formed; this module makes sure of it first, so that a malformed field can never make either
 part skip its work (a `line` that is not an integer once switched off every staleness test).
 

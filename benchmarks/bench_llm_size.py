@@ -1,10 +1,11 @@
-"""Issue 20's targets, each measured against its baseline in the same run (weights generated,
-seeded, in a temporary folder). Wall seconds of fresh processes (start-up included), peak
-resident MB; baselines: numpy's float64 `slogdet` of the same order, `python -c "import
-numpy"`, numpy reading the tensors. The machine's load average is printed with every figure
-(the machine is shared: a loaded run slows BLAS-bound and Python-bound jobs differently).
+"""LLM-size blocks: the exact LU on BLAS, start-up and memory, each target measured against
+its baseline in the same run (weights generated, seeded, in a temporary folder). Wall seconds
+of fresh processes (start-up included), peak resident MB; baselines: numpy's float64
+`slogdet` of the same order, `python -c "import numpy"`, numpy reading the tensors. The
+machine's load average is printed with every figure (the machine is shared: a loaded run
+slows BLAS-bound and Python-bound jobs differently).
 
-  python benchmarks/bench_issue20.py [--before DIR] [--opt] [--repeat N]
+  python benchmarks/bench_llm_size.py [--before DIR] [--opt] [--repeat N]
 
 --before DIR: also run the tree in DIR (e.g. `git archive` of an older commit) on the GPT-2
 block and the tiny claim; --opt: also the OPT-6.7B-shaped relu block (d = 4096, m = 16384,
@@ -29,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import (  # noqa: F401 - compile_tree, load, log, run are imported from here too
-    HERE,
+from common import (
     ROOT,
     baseline,
     compile_tree,
