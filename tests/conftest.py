@@ -24,7 +24,8 @@ settings.register_profile("long", max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # No disk cache in tests (model/diskcache.py): tests that re-prove properties afresh must not be
-# served from a cache another run wrote; test_diskcache.py turns it on in a temporary folder.
+# served from a cache another run wrote; tests/model/test_startup_disk_cache.py turns it on in a
+# temporary folder.
 os.environ["ABSORB_FORMAL_CACHE"] = "off"
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,8 +57,8 @@ def cli() -> Any:
 class CorpusRun:
     """One run of the whole corpus, shared by the tests that read it (deciding it takes about a
     minute): `absorb-prove ARGS` on a copy of specs/ at `folder / "specs"`, certificates written
-    to `folder / "p"`. Those tests live in test_corpus.py: under pytest-xdist's `--dist
-    loadfile` one worker runs them all, and decides the corpus once."""
+    to `folder / "p"`. Those tests live in tests/corpus/test_corpus_outcomes_and_witnesses.py: under
+    pytest-xdist's `--dist loadfile` one worker runs them all, and decides the corpus once."""
     folder: Path
     args: list[str]
     run: Run

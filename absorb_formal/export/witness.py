@@ -62,22 +62,10 @@ from ..model.memory import EXACT_BYTES, export_bytes, refusal
 from ..numeric.backends import NumpyBackend, forward
 from ..numeric.crosscheck import affordable
 from ..numeric.floatblock import FloatBlock, OutOfRange, from_block
-from .rounding import (  # the names export has always offered, re-exported
-    EXIT_ERROR as EXIT_ERROR,
-)
-from .rounding import (
-    EXIT_NOT_ABSORBABLE,
-    ExportError,
-    Rounded,
-    round_matrix,
-    round_values,
-)
-from .rounding import (
-    EXIT_OK as EXIT_OK,
-)
-from .rounding import (
-    bf16_to_float32 as bf16_to_float32,
-)
+from .rounding import EXIT_ERROR as EXIT_ERROR
+from .rounding import EXIT_NOT_ABSORBABLE, ExportError, Rounded, round_matrix, round_values
+from .rounding import EXIT_OK as EXIT_OK
+from .rounding import bf16_to_float32 as bf16_to_float32
 
 FORMAT = "absorb_formal export 1"
 META_KEY = "__absorb_formal__"

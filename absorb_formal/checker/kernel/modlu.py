@@ -21,11 +21,11 @@ dgemm, numpy's own loop, cuBLAS — never Strassen-like schemes, whose intermedi
 are bounded differently.)
 
 Why the checker owns it. The checker imports nothing from the prover; the prover may use the
-checker's primitives. Sharing this one module, tested against FLINT (tests/test_modlu.py),
-makes the exact modular arithmetic one trusted component, like python-flint was before it,
-instead of two copies that could drift apart. (For the modular functional the checker uses
-only one product; the LU also serves the checker's doubles determinant and unique-subset
-solve.)
+checker's primitives. Sharing this one module, tested against FLINT
+(tests/checker/test_modular_lu_against_flint.py), makes the exact modular arithmetic one trusted
+component, like python-flint was before it, instead of two copies that could drift apart. (For the
+modular functional the checker uses only one product; the LU also serves the checker's doubles
+determinant and unique-subset solve.)
 
 Reductions of products of two residues (`product_minor`) use the floor instead: for
 0 ≤ x < p² < 2^52, x − p·⌊x·fl(1/p)⌋ is exactly x mod p unless x is a non-zero multiple of p

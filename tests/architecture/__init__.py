@@ -1,0 +1,1 @@
+"""The repository's shape: import layers, exact paths, citations, self-containment, docs."""

@@ -1,0 +1,1 @@
+"""The independent checker: verdicts, its own readers and lemmas, forgeries refused."""

@@ -1,0 +1,1 @@
+"""The command line: `absorb-prove` and its subcommands, hostile input, budgets."""

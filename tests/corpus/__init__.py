@@ -1,0 +1,1 @@
+"""The corpus in specs/, the stored proofs, the shown transcripts and the baselines."""

@@ -1,0 +1,1 @@
+"""The rules of docs/rules.md, decided concretely and for families."""

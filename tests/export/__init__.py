@@ -1,0 +1,1 @@
+"""Exports: witnesses written as weights, ONNX models, memory refusals."""

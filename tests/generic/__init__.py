@@ -1,0 +1,1 @@
+"""The generic engine (docs/rules.md §6, §7)."""

@@ -1,0 +1,1 @@
+"""The `.mlp` language: literals, parsing, positioned errors."""

@@ -1,0 +1,1 @@
+"""The exact model: activations, biases, evaluation, the start-up cache."""

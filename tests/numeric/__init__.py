@@ -1,0 +1,1 @@
+"""The float cross-checks of exact verdicts."""

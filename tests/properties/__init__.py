@@ -1,0 +1,1 @@
+"""Property-based tests: random blocks against known truth, grammar fuzzing, extremes."""

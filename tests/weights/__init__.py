@@ -1,0 +1,1 @@
+"""Weight files read exactly: npz, safetensors, ONNX, skips loaded from files."""
