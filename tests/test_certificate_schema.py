@@ -6,7 +6,8 @@
   specs that between them write every kind of certificate (fast), the whole corpus (slow).
 - It refuses tampered documents: a missing field, a wrong type, an unknown kind, an extra
   field, at the top and inside nested certificates.
-- It defines exactly the certificate kinds that docs/certificates.md has headings for.
+- It defines exactly the certificate kinds that docs/certificates.md has headings for, and
+  the page's Python example validates a document as it says.
 
 The schema checks the shape only; the mathematics is the checker's (tests/test_checker.py).
 """
@@ -14,6 +15,7 @@ The schema checks the shape only; the mathematics is the checker's (tests/test_c
 from __future__ import annotations
 
 import copy
+import io
 import json
 import re
 import shutil
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
+from contextlib import redirect_stdout
 from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
@@ -367,3 +370,30 @@ def test_a_symbolic_value_is_accepted_where_the_format_has_one(validator):
     for value in ("silu(-1)", "silu(0)", "relu(1)", "silu(1) +1", "3 * silu(1)", "silu(1)^0"):
         layer.update(down_bias=[value, "0"])
         assert problem(validator, bias), value
+
+
+# ---- the page's example ---------------------------------------------------------------------
+
+def test_the_documented_python_example_validates_a_document(tmp_path, monkeypatch):
+    """docs/certificates.md shows how to validate a document with the schema: run that
+    snippet (test_docs.py runs only specs), on a stored document and on a tampered copy."""
+    text = DOCS.read_text(encoding="utf-8")
+    section = text[text.index("### The JSON Schema"):]
+    snippet = re.search(r"^```python\n(.*?)^```", section, re.MULTILINE | re.DOTALL)
+    assert snippet is not None
+    code = snippet.group(1)
+    assert f'"proofs/{WITNESS}"' in code
+    monkeypatch.chdir(ROOT)
+
+    def run(source: str) -> str:
+        printed = io.StringIO()
+        with redirect_stdout(printed):
+            exec(compile(source, str(DOCS), "exec"), {})
+        return printed.getvalue()
+
+    assert run(code) == ""
+    tampered = stored(WITNESS)
+    tampered["certificate"]["width"] = "three"
+    (tmp_path / "t.json").write_text(json.dumps(tampered), encoding="utf-8")
+    printed = run(code.replace(f'"proofs/{WITNESS}"', repr(str(tmp_path / "t.json"))))
+    assert "certificate/width" in printed
