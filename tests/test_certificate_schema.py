@@ -288,6 +288,8 @@ TAMPERED = {
         sha256=d["spec"]["sha256"].upper())),
     "a prime as text where the checker wants an integer": (
         BOUNDS, _set(("certificate", "below", "prime"), "67108859")),
+    "a §8.2 key count as text": ("large/flip_sets.mlp.17.json",
+                                 _set(("certificate", "keys"), "1400")),
     "bounds as a list": (BOUNDS, _set(("certificate", "lower"), [1])),
     # an unknown kind, method, check or enumerated value
     "an unknown certificate kind": (WITNESS, _set(("certificate", "kind"), "oracle")),
