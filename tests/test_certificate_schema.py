@@ -15,6 +15,7 @@ The schema checks the shape only; the mathematics is the checker's (tests/test_c
 from __future__ import annotations
 
 import copy
+import importlib.util
 import io
 import json
 import re
@@ -121,6 +122,8 @@ def test_the_schema_is_package_data(tmp_path):
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["absorb_formal.checker"]
     assert any(fnmatch(SCHEMA_NAME, p) for p in patterns)
+    if importlib.util.find_spec("setuptools") is None:  # a Python 3.12+ venv may lack it
+        pytest.skip("setuptools is not installed: the build is not tried")
     shutil.copytree(ROOT / "absorb_formal", tmp_path / "absorb_formal",
                     ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
