@@ -24,15 +24,18 @@ unchanged and the biases never enter Y's test.
 
 from __future__ import annotations
 
+import tempfile
 from fractions import Fraction
 from math import isqrt
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
 from ..checker.kernel import modlu as kernel_modlu
-from ..model import linalg
+from ..model import linalg, memory
 from ..model.blocks import Block, Matrix
+from . import outofcore
 from .canonical import ridge
 from .decision import Decision, undecided
 
@@ -69,11 +72,13 @@ def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
     k = isqrt(m) + 1  # ⌈√(m+1)⌉
     if k > d or not layer.down.nonzero().any(axis=0).all():
         return None  # m + 1 > d²: no room for Y; or a dead neuron: not the generic case
-    need, have = modlu().bytes_needed(m + 1), modlu().bytes_available()
-    if have is not None and need > have:
-        return undecided(f"the modular-functional minor of order {m + 1} needs about "
-                         f"{need / 2**30:.1f} GiB and {max(have, 0) / 2**30:.1f} GiB are "
-                         "available: not attempted (docs/rules.md, modular functional)")
+    budget = memory.limit()
+    if modlu().bytes_needed(m + 1) > budget:  # out of core, or not at all
+        try:
+            outofcore.check_fits(m + 1, budget, Path(tempfile.gettempdir()))
+        except outofcore.DoesNotFit as why:
+            return undecided(f"the modular-functional minor of order {m + 1} does not fit: "
+                             f"{why}; not attempted (docs/rules.md, modular functional)")
     for offset in range(GRID_OFFSETS if retries else 1):
         rows_, cols_ = grid(offset, k, d, m + 1)
         for q in MINOR_PRIMES if retries else MINOR_PRIMES[:1]:
@@ -136,7 +141,13 @@ def _functional(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_:
         return None
     lu = modlu()
     last = skip[r_pos, c_pos]
-    found = lu.functional_auto(lu.product_minor(d_res, u_res, r_pos, c_pos, last, q), q)
+    budget = memory.limit()
+    if lu.bytes_needed(m + 1) <= budget:
+        found = lu.functional_auto(lu.product_minor(d_res, u_res, r_pos, c_pos, last, q), q)
+    else:  # the minor on disk, a band of rows at a time (decide/outofcore.py)
+        found = outofcore.functional(
+            lambda a, b: lu.product_minor(d_res, u_res, r_pos[a:b], c_pos[a:b], last[a:b], q),
+            m + 1, q, budget)
     if found is None:
         return None
     y, value = found

@@ -55,6 +55,21 @@ def available() -> int:
         return UNKNOWN
 
 
+_LIMIT: list[int] = []  # `--memory` of the prover and scan, when given
+
+
+def set_limit(limit: int | None) -> None:
+    """The most memory an exact computation may hold (`--memory SIZE`); None: what is
+    available when it starts."""
+    _LIMIT[:] = [] if limit is None else [limit]
+
+
+def limit() -> int:
+    """The memory an exact computation may take now: `--memory` if given, else what is
+    available."""
+    return _LIMIT[0] if _LIMIT else available()
+
+
 def shown(size: int) -> str:
     """A size for a message: `14.9 GiB`, `512 MiB`, `800 bytes`."""
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

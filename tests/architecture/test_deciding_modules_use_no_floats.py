@@ -30,7 +30,8 @@ EXACT_READERS = {"model/exactarray.py", "checker/readers/files.py", "weights/arr
 # tests/checker/test_modular_lu_against_flint.py holds against FLINT on random and adversarial
 # matrices. It may name float dtypes; `float(...)`, the model's float views and np.linalg stay
 # forbidden there too.
-EXACT_INTEGER_LU = {"checker/kernel/modlu.py"}
+# decide/outofcore.py runs the same kernel operations on panels of a memory-mapped matrix.
+EXACT_INTEGER_LU = {"checker/kernel/modlu.py", "decide/outofcore.py"}
 # model/blocks.py defines the float views (for numeric/) next to the exact ones. The ONNX readers
 # read a Constant node's `value_floats`, a protobuf field of float32 values that Python holds
 # as doubles (a lossless widening), through the attribute `.floats`, and decode them exactly.
@@ -113,7 +114,14 @@ def test_the_scan_catches_planted_float_paths(planted):
 def test_the_float_lu_states_its_exactness_bound():
     """The one module allowed float64 for exact integers raises when a product's inner
     dimension k breaks k·(p−1)² + p < 2^53 (checked at run time, under `python -O` too)."""
+    source = (PACKAGE / "checker/kernel/modlu.py").read_text(encoding="utf-8")
+    assert "k * (p - 1) ** 2 + p < EXACT" in source and "raise ArithmeticError" in source
     for name in EXACT_INTEGER_LU:
         source = (PACKAGE / name).read_text(encoding="utf-8")
-        assert "k * (p - 1) ** 2 + p < EXACT" in source and "raise ArithmeticError" in source
         assert "assert " not in source  # stripped by python -O
+        if name != "checker/kernel/modlu.py":  # every product is the kernel's, bound and all
+            tree = ast.parse(source)
+            assert not any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)
+                           for node in ast.walk(tree)), name
+            assert not {"dot", "matmul", "einsum", "tensordot"} & {
+                node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}, name

@@ -275,18 +275,41 @@ def test_claims_queries_and_repeated_loads_share_one_lu(tmp_path, monkeypatch):
     assert len(calls) == 2
 
 
-def test_a_minor_too_big_for_the_memory_left_is_an_honest_unknown(tmp_path, cli, monkeypatch):
+def test_a_minor_beyond_the_memory_left_is_decided_out_of_core(tmp_path, cli, monkeypatch):
+    """10 MiB left: the minor (order 513, about 170 MiB with the LU's margins) is factored
+    from a file, a few panels at a time; the certificate checks like any other."""
+    from absorb_formal.checker.kernel import modlu
+    from absorb_formal.decide import large, outofcore
+
+    monkeypatch.setattr(large, "_RECENT", [])
+    monkeypatch.chdir(tmp_path)
+    spec = big(tmp_path, seed=9)
+    monkeypatch.setattr(modlu, "bytes_available", lambda: 10 << 20)
+    panels = []
+    factor = outofcore._factor_in_file
+    monkeypatch.setattr(outofcore, "_factor_in_file",
+                        lambda a, p, width: panels.append(width) or factor(a, p, width))
+    run = cli("--crosscheck", "0", "--json", "--certificates", "certs", spec.name)
+    [result] = run.json()["files"][0]["results"]
+    assert result["outcome"] == "proved" and "modular functional" in result["method"]
+    assert panels and panels[0] < M + 1  # out of core, in more than one panel
+    assert modlu.bytes_needed(M + 1) > 10 << 20
+    checked = cli("check", "--json", "certs")
+    assert checked.code == 0, checked.out + checked.err
+
+
+def test_a_minor_beyond_memory_and_one_panel_is_an_honest_unknown(tmp_path, cli, monkeypatch):
     from absorb_formal.checker.kernel import modlu
     from absorb_formal.decide import large
 
     monkeypatch.setattr(large, "_RECENT", [])
     monkeypatch.chdir(tmp_path)
     spec = big(tmp_path, seed=9)
-    monkeypatch.setattr(modlu, "bytes_available", lambda: 10 << 20)
+    monkeypatch.setattr(modlu, "bytes_available", lambda: 100 << 10)
     run = cli("--crosscheck", "0", "--json", spec.name)
     [result] = run.json()["files"][0]["results"]
-    assert result["outcome"] == "unknown" and "GiB are available" in result["reason"]
-    assert modlu.bytes_needed(M + 1) > 10 << 20
+    assert result["outcome"] == "unknown"
+    assert "does not fit" in result["reason"] and "of memory" in result["reason"]
 
 
 def test_the_memory_left_is_read_on_this_machine():
