@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from absorb_formal.checker import verify
 from absorb_formal.checker.kernel import modlu
+from absorb_formal.checker.kernel.contract import FLIP_RULES
 from absorb_formal.decide import flips_large, unique_subset
 from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
@@ -166,7 +167,7 @@ def test_a_generic_biased_block_is_refuted_at_its_own_width_and_below(tmp_path, 
             assert cert["kind"] == unique_subset.REFUTATION and "neuron" in cert
         else:
             assert cert["kind"] == "key count" and cert["keys"] == M, cert
-        assert cert["rule"] == flips_large.RULES[
+        assert cert["rule"] == FLIP_RULES[
             "relu^2" if act == "relu^2" else "Og(c)" if act == "glu" else "gated O(a)+N"]
         every_leaf_is_checked(path, doc)
 
@@ -331,7 +332,7 @@ def test_a_bias_free_glu_block_is_decided_at_scale(tmp_path, cli, monkeypatch, d
     assert results[0]["method"] == flips_large.METHOD, results[0]
     (path, doc), (_, above) = checked(tmp_path, 2)
     cert = doc["certificate"]
-    assert cert["rule"] == flips_large.RULES["Og(c)"]
+    assert cert["rule"] == FLIP_RULES["Og(c)"]
     if plant is not None:
         assert cert["flips"] == [P1 + 1, P2 + 1], cert
     every_leaf_is_checked(path, doc)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..certify import bodies as cert
+from ..checker.kernel.contract import FLIP_SECTION
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
 from . import subset
@@ -32,7 +33,6 @@ from .lemmas import properties
 
 METHOD = "§8.2 flip sets"
 CHECK = "§8.2 flip identity"
-SECTION = "§8.2"
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ def decide(block: Block, size: int) -> Decision | None:
     answer = subset.solve(terms, target)
     if answer.status == "unknown":
         return undecided(answer.reason)
-    common = {"section": SECTION, "rule": rule.name, "value": cert.q(rule.value)}
+    common = {"section": FLIP_SECTION, "rule": rule.name, "value": cert.q(rule.value)}
     if answer.status == "none":
         if size != block.width:
             return undecided("§8.2's refutation holds at the block's own width only")

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ..checker.kernel.contract import FLIP_RULES, MAX_QUADRATIC, SEED
 from ..model import linalg
 from ..model.blocks import Block, Layer
 from . import flips, large, modular, unique_subset
@@ -48,13 +49,11 @@ from .decision import Decision, undecided
 
 METHOD = "§8.2 flip sets + unique solution mod q"
 KEY_METHOD = "§8.2 key count"
-SECTION = "§8.2"
-RULES = {"relu^2": "§8.2 relu^2", "gated O(a)+N": "§8.2 gated O(a)+N", "Og(c)": "§8.2 Og(c)"}
 # The small path (flips.py, an exact subset search over m terms of d³ + d² entries) is left
 # to blocks whose system has at most this many entries; larger ones come here first.
 MAX_EXACT_COST = 100_000
-# Products d·|J|·k² of the exact quadratic identity of a candidate J attempted (k ≤ 2|J|).
-MAX_QUADRATIC = 2 * 10**8
+# MAX_QUADRATIC (the contract's): products d·|J|·k² of the exact quadratic identity of a
+# candidate J attempted (k ≤ 2|J|), as many as the checker checks.
 ARGUMENT = ("every neuron is alive and its key row ([u_i | b_i] for relu^2, [g_i | gamma_i] "
             "for gated blocks) has its own residue key mod prime, so the m keys are distinct "
             "and at width m the block is absorbable iff some 0/1 vector c solves the §8.2 "
@@ -122,7 +121,7 @@ def key_count(block: Block, size: int) -> Decision | None:
         return None
     m = block.width
     return Decision(False, KEY_METHOD, {
-        "kind": "key count", "rule": RULES[rule.name], "constant": str(rule.value),
+        "kind": "key count", "rule": FLIP_RULES[rule.name], "constant": str(rule.value),
         "prime": large.PRIME, "keys": m, "width": size,
         "argument": "every neuron is alive and its key row has its own residue key mod prime "
                     "(distinct keys); a plain block equal to B needs a neuron on each of the "
@@ -152,7 +151,7 @@ def _own_width(block: Block) -> Decision | None:
     room = unique_subset.memory(m)
     if room:
         return undecided(room)
-    common = {"rule": RULES[rule.name], "constant": str(rule.value), "width": m}
+    common = {"rule": FLIP_RULES[rule.name], "constant": str(rule.value), "width": m}
     candidate = unique_subset.Candidate(
         METHOD, common, ARGUMENT, lambda chosen: failure(block, rule, chosen),
         lambda chosen: (witness_certificate(rule, chosen, m), flipped(block, rule, chosen)),
@@ -160,7 +159,7 @@ def _own_width(block: Block) -> Decision | None:
     if rule.name == "Og(c)":
         factor = -1 / (2 * rule.value)
         return unique_subset.solve(
-            block, lambda q: unique_subset.system(block, unique_subset.SEED, q, factor),
+            block, lambda q: unique_subset.system(block, SEED, q, factor),
             candidate)
     return unique_subset.solve(block, lambda q: system(block, layer, rule, q), candidate)
 
@@ -206,7 +205,7 @@ def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray |
     lu = modular.modlu()
     if layer.gate is None:  # relu²: λ = 2β, μ = 0, g = u
         return lu.projected_flip_system(down, up, up, 2 * betas % q, np.zeros_like(betas),
-                                        target, unique_subset.SEED, q)
+                                        target, SEED, q)
     m, d = layer.up.shape
     assert layer.gate_bias is not None
     gate = layer.gate.residues(range(m), range(d), q)
@@ -215,7 +214,7 @@ def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray |
     if gate is None or gammas is None or scale is None:
         return None
     return lu.projected_flip_system(down, up, gate, scale * gammas % q, scale * betas % q,
-                                    target, unique_subset.SEED, q)
+                                    target, SEED, q)
 
 
 def _residues(values: tuple[Fraction, ...], q: int) -> np.ndarray | None:
@@ -284,7 +283,7 @@ def quadratic_failure(block: Block, chosen: list[int]) -> tuple[int, int, int] |
 
 def witness_certificate(rule: flips.Rule, chosen: list[int], m: int) -> dict[str, Any]:
     return {"kind": "witness", "check": unique_subset.CHECK, "width": m,
-            "rule": RULES[rule.name], "constant": str(rule.value),
+            "rule": FLIP_RULES[rule.name], "constant": str(rule.value),
             "flips": [i + 1 for i in chosen],
             "argument": "flip the neurons listed in flips as §8.2's row says (relu^2: row of "
                         "U, b_i and d_i; gated: gate row and gamma_i; glu: gate row, gamma_i "

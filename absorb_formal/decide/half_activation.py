@@ -38,6 +38,7 @@ from typing import Any
 
 import flint
 
+from ..checker.kernel.contract import MAX_PATTERN_BITS, MAX_TUPLES
 from ..model import linalg
 from ..model.activations import Activation
 from ..model.blocks import Block, Layer
@@ -49,8 +50,8 @@ STACK_METHOD = "§9 half-activation bound + stack of per-layer witnesses"
 KIND = "half-activation bound"
 RULE = "§9 half-activation bound"  # the family rule (generically not, w < 2d, S invertible)
 PRIME = 2**61 - 1  # a Mersenne prime: residues of a full-rank pattern prove non-singularity
-MAX_PATTERN_BITS = 14  # 2^14 patterns per layer (the checker's cap too)
-MAX_TUPLES = 4096  # pattern products enumerated across layers (the checker's cap too)
+# MAX_PATTERN_BITS (2^14 patterns per layer) and MAX_TUPLES (pattern products across layers)
+# are the contract's: the checker's caps.
 ARGUMENT = ("Lemma H: a plain ReLU stack of first width w is affine with Jacobian rank <= "
             "floor(w/2) on an open set; the block's Jacobian there is a product of pattern "
             "matrices S + D_k diag(c a_k) U_k, of rank >= rank, so w >= 2 rank")

@@ -43,7 +43,7 @@ PRIME = 67_108_859
 # The functional's primes: the largest below 2^21, so that the LU runs exactly on float64 BLAS
 # (checker/kernel/modlu.py: k·(p−1)² < 2^53 for products of inner dimension k ≤ 2,048). A minor that
 # is singular mod the first (a false zero has probability about m/p) is tried mod the next.
-MINOR_PRIMES = [2_097_143, 2_097_133]  # = modlu.primes(2) (tests/test_modlu.py)
+MINOR_PRIMES = kernel_modlu.primes(2)  # 2,097,143 and 2,097,133 (tests/test_modlu.py)
 GRID_OFFSETS = 3
 
 

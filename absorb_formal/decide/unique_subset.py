@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..checker.kernel.contract import SEED
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
 from . import modular
@@ -48,10 +49,9 @@ METHOD = "§4 generic case + unique solution mod q"
 REFUTATION = "unique subset solution"
 CHECK = "own neurons, rows of J negated"
 PRIMES = 2  # a singular A mod q is tried mod the next prime, then the answer is None
-# The functionals' seed: fixed, so that the certificate needs no field for it (any seed that
-# makes A invertible gives the same solution, so a stored seed could not be checked). A
-# singular A has probability at most 2m/q per prime when K has full column rank.
-SEED = 0
+# The functionals' seed is the contract's SEED: fixed, so that the certificate needs no field
+# for it (any seed that makes A invertible gives the same solution, so a stored seed could not
+# be checked). A singular A has probability at most 2m/q per prime when K has full column rank.
 ARGUMENT = ("the m rows of U have pairwise different residue keys mod prime, so the m keys "
             "are distinct; at width m the block is absorbable iff a subset J of the d_i u_i^T "
             "sums to -S/(2a). Seen through the m random rank-one functionals of seed 0, the "

@@ -20,13 +20,14 @@ from fractions import Fraction
 from typing import Any
 
 from ..certify import bodies as cert
+from ..checker.kernel.contract import MAX_ENUMERATION
 from ..model import linalg
 from ..model.blocks import Layer, Matrix
 from . import progress, subset
 from .canonical import CanonicalForm, form_of_layer, normalise
 
 MAX_SIGN_ENUMERATION = 12  # k ≥ 1 sub-problems enumerate 2^singles sign vectors, always
-MAX_SIGNS_SMALL = 16         # and up to this many when the matrices are small (the checker's cap)
+# and up to MAX_ENUMERATION (the checker's cap, the contract's) when the matrices are small
 MAX_SIGN_WORK = 2**14 * 27   # 2^n·d·b·min(d, b): d = 3 up to 14 signs (checker re-walk 2.7 s)
 MAX_SUBPROBLEMS = 4000      # (Δ, k) pairs examined before the search gives up
 
@@ -128,7 +129,7 @@ def enumerable(n: int, d: int, b: int) -> bool:
     stays under MAX_SIGN_WORK (d = b = 3: 14 signs, d = b = 2: 15)."""
     if n <= MAX_SIGN_ENUMERATION:
         return True
-    return n <= MAX_SIGNS_SMALL and 2**n * d * b * min(d, b) <= MAX_SIGN_WORK
+    return n <= MAX_ENUMERATION and 2**n * d * b * min(d, b) <= MAX_SIGN_WORK
 
 
 def stall(cf: CanonicalForm) -> int | None:
