@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from ..checker.kernel.contract import FLIP_RULES, MAX_QUADRATIC, SEED
+from ..certify import large as cert
+from ..checker.kernel.contract import MAX_QUADRATIC, SEED
 from ..model import linalg
 from ..model.blocks import Block, Layer
 from . import flips, large, modular, unique_subset
@@ -54,13 +55,6 @@ KEY_METHOD = "§8.2 key count"
 MAX_EXACT_COST = 100_000
 # MAX_QUADRATIC (the contract's): products d·|J|·k² of the exact quadratic identity of a
 # candidate J attempted (k ≤ 2|J|), as many as the checker checks.
-ARGUMENT = ("every neuron is alive and its key row ([u_i | b_i] for relu^2, [g_i | gamma_i] "
-            "for gated blocks) has its own residue key mod prime, so the m keys are distinct "
-            "and at width m the block is absorbable iff some 0/1 vector c solves the §8.2 "
-            "system of its rule. Seen through the m functionals of seed 0, the m x m system is "
-            "singular modulo every solve prime but the last and invertible modulo the last, "
-            "q: it has at most one rational solution, and that reduces mod q to the unique "
-            "solution mod q")
 
 
 def applies(block: Block) -> bool:
@@ -120,13 +114,9 @@ def key_count(block: Block, size: int) -> Decision | None:
     if alone(block, rule):
         return None
     m = block.width
-    return Decision(False, KEY_METHOD, {
-        "kind": "key count", "rule": FLIP_RULES[rule.name], "constant": str(rule.value),
-        "prime": large.PRIME, "keys": m, "width": size,
-        "argument": "every neuron is alive and its key row has its own residue key mod prime "
-                    "(distinct keys); a plain block equal to B needs a neuron on each of the "
-                    "m keys, so none of width below m exists"},
-        detail=f"{m} keys need {m} neurons")
+    return Decision(False, KEY_METHOD,
+                    cert.flip_key_count(rule.name, rule.value, large.PRIME, m, size),
+                    detail=f"{m} keys need {m} neurons")
 
 
 def own_width(block: Block) -> Decision | None:
@@ -151,9 +141,9 @@ def _own_width(block: Block) -> Decision | None:
     room = unique_subset.memory(m)
     if room:
         return undecided(room)
-    common = {"rule": FLIP_RULES[rule.name], "constant": str(rule.value), "width": m}
     candidate = unique_subset.Candidate(
-        METHOD, common, ARGUMENT, lambda chosen: failure(block, rule, chosen),
+        METHOD, cert.flip_fields(rule.name, rule.value, m), cert.FLIP_SYSTEM,
+        lambda chosen: failure(block, rule, chosen),
         lambda chosen: (witness_certificate(rule, chosen, m), flipped(block, rule, chosen)),
         refutable=alone(block, rule))
     if rule.name == "Og(c)":
@@ -282,15 +272,7 @@ def quadratic_failure(block: Block, chosen: list[int]) -> tuple[int, int, int] |
 
 
 def witness_certificate(rule: flips.Rule, chosen: list[int], m: int) -> dict[str, Any]:
-    return {"kind": "witness", "check": unique_subset.CHECK, "width": m,
-            "rule": FLIP_RULES[rule.name], "constant": str(rule.value),
-            "flips": [i + 1 for i in chosen],
-            "argument": "flip the neurons listed in flips as §8.2's row says (relu^2: row of "
-                        "U, b_i and d_i; gated: gate row and gamma_i; glu: gate row, gamma_i "
-                        "and d_i), the down bias taking the flips' constant (bias-free glu: "
-                        "no bias, no constant): their total change "
-                        "is S x + a constant, since J's quadratic part is 0 and its linear part "
-                        "is S exactly"}
+    return cert.flips_at_scale(rule.name, rule.value, [i + 1 for i in chosen], m)
 
 
 def flipped(block: Block, rule: flips.Rule, chosen: list[int]) -> Layer:

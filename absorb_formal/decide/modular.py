@@ -30,6 +30,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ..certify import large as cert
 from ..checker.kernel import modlu as kernel_modlu
 from ..model import linalg
 from ..model.blocks import Block, Matrix
@@ -82,17 +83,8 @@ def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
             if functional is None:
                 continue  # singular mod q, or q divides a denominator: the next prime
             y, value = functional
-            return Decision(False, METHOD, {
-                "kind": "modular functional", "rule": "§4 generic case", "prime": PRIME,
-                "minor_prime": q, "rows": rows_, "cols": cols_, "Y": y, "Y_dot_S": value,
-                "argument": "the m rows of U have pairwise different residue keys mod prime "
-                            "(each row over its first non-zero entry) and every column of D "
-                            "is non-zero, so the m neurons sit alive on m distinct keys; at "
-                            "width m the block is then absorbable iff S + sum_i c_i d_i u_i^T "
-                            "= 0 with every c_i in {0, 2a, -2a}; Y (on the first m+1 "
-                            "coordinates of rows x cols, row by row) has d_i^T Y u_i = 0 mod "
-                            "minor_prime for every i and <Y, S> = Y_dot_S != 0 mod "
-                            "minor_prime, which rules every such identity out"},
+            return Decision(
+                False, METHOD, cert.modular_functional(PRIME, q, rows_, cols_, y, value),
                 detail=f"{m} distinct keys; a functional mod {q} vanishes on the {m} terms "
                        f"and is {value} on S")
     return None
