@@ -27,7 +27,7 @@ tested exactly (python-flint) on both parts:
 
 The refutation needs every neuron alive and alone on its key (§8.2's only-if): D's columns
 non-zero; the key rows (relu²: [u_i | β_i], u_i ≠ 0; gated: [g_i | γ_i], g_i ≠ 0, and
-(u_i, β_i) ≠ 0) on pairwise different residue keys mod p (`large.affine_keys_distinct`:
+(u_i, β_i) ≠ 0) on pairwise different residue keys mod p (`modular.affine_keys_distinct`:
 different lines of Q^{d+1}, so different keys up to a factor and up to sign). The witness
 needs only the identities: relu² flips row u_i, β_i and d_i (c′ = c + Σ_J β_i² d_i); gated
 flips g_i and γ_i (c′ = c + 2a Σ_J γ_i β_i d_i); Og(c) flips g_i, γ_i and d_i
@@ -168,7 +168,7 @@ def alone(block: Block, rule: flips.Rule) -> str:
         ups = layer.up.nonzero().any(axis=1) | np.array([b != 0 for b in betas])
         if not ups.all():
             return "a neuron has a zero up row and up bias (a dead neuron: no refutation)"
-    distinct = large.affine_keys_distinct(keyed, offsets)
+    distinct = modular.affine_keys_distinct(keyed, offsets)
     if distinct is None:
         return f"a weight is not a unit mod {large.PRIME}, so residue keys prove nothing"
     if not distinct:

@@ -23,7 +23,7 @@ invertible, and random ones do with probability ≥ 1 − 2m/q per try; a singul
   biases, in J; keep D; the down bias absorbs the constant); it fails: no J (any 0/1
   solution would reduce to ĉ, hence be J).
 
-The refutation needs distinct live keys (the caller's residue keys, `large.key_classes`;
+The refutation needs distinct live keys (the caller's residue keys, `modular.key_classes`;
 d_i ≠ 0 also follows from det A ≠ 0); the witness needs nothing but the identity. Work: two
 products of m×d by d×m mod q, one LU of order m (as for the modular functional), and |J|·d²
 rational products for the exact identity.
