@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..checker.kernel.contract import FORMAT
 from ..decide.concrete import MAX_EXACT_WEIGHTS, weight_count
 from ..language.parse import parse_text
 from ..language.syntax import (
@@ -45,8 +46,6 @@ from ..model.blocks import Block, Claim, Normalisation, Spec
 from ..model.result import Result
 from ..weights.arrays import external_files, settled, version
 from . import bodies as cert
-
-FORMAT = "absorb_formal certificate 2"
 
 _UMASK = os.umask(0)  # read once: mkstemp makes 0600 files, certificates are ordinary files
 os.umask(_UMASK)

@@ -24,6 +24,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from ..certify import bodies as cert
 from ..model import linalg
 from ..model.activations import Activation
 from ..model.blocks import Block, Layer, Matrix
@@ -51,8 +52,7 @@ def row(activation: Activation) -> str | None:
 
 
 def _rule(name: str, r: int, size: int, argument: str, **extra: Any) -> dict[str, Any]:
-    return {"kind": "rule", "rule": name, "rank_S": r, "width": size, **extra,
-            "argument": argument}
+    return cert.rule(name, size, argument, rank=r, **extra)
 
 
 def table(block: Block, size: int, r: int, out: Facts) -> None:

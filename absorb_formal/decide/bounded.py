@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import never as cert
 from ..model.blocks import Block
 from . import skip
 from .lemmas import Properties
@@ -18,11 +18,7 @@ def family(block: Block, props: Properties) -> dict[str, Any] | None:
     if not props.bounded or block.activation.gated or found is None:
         return None
     index, value = found
-    return {"kind": "lemma + direction", "rule": "T3", "property": "Bd",
-            "lemma": props.lemmas["Bd"], "depth": block.depth,
-            "direction": {"index": index, "skip_power_entry": cert.q(value)},
-            "argument": "B(t e_index) = t S^L e_index + bounded is unbounded in t, while "
-                        "every plain stack is bounded"}
+    return cert.boundedness_direction(props.lemmas["Bd"], block.depth, index, value)
 
 
 concrete = family  # the weights play no part: the lemma and S^L decide

@@ -12,8 +12,10 @@ from fractions import Fraction
 from typing import Any
 
 from ..certify import bodies as cert
+from ..certify import widths
+from ..checker.kernel.contract import Check, Kind
 from ..model.blocks import Block, Layer, Matrix
-from . import flips, flips_large, glu, half_activation, large, linear, width
+from . import doubles, flips, flips_large, glu, half_activation, large, linear, spare, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import BIASED, Decision, undecided
 from .never import never
@@ -49,7 +51,7 @@ def costly(block: Block) -> bool:
     """Whether the large-block rules go first: a concrete depth-1 O(a)+N block whose §4
     subset system (d²·m entries) exceeds MAX_EXACT_COST."""
     return (block.is_concrete and block.dim * block.dim * block.width > MAX_EXACT_COST
-            and large.applies(block))
+            and spare.applies(block))
 
 
 def large_first(block: Block, size: int) -> Decision | None:
@@ -86,7 +88,7 @@ def plain_itself(block: Block, size: int) -> Decision | None:
         return None
     stack = tuple(pad(layer, size) for layer in block.layers)
     return Decision(True, "plain block (skip none)",
-                    cert.witness(stack, size, "the block itself (skip none), zero-padded"),
+                    cert.itself(stack, size),
                     witness=stack, detail="the block is plain")
 
 
@@ -170,7 +172,7 @@ def glu_first(block: Block, size: int) -> Decision | None:
 
 def construction_above(block: Block, size: int) -> Decision | None:
     """§8's construction (bias-free glu: linear neurons) when `size` reaches its width."""
-    built = large.construction(block)
+    built = spare.construction(block)
     if built is not None and size >= int(built["width"]):
         return large.decide_construction(block, size)
     return None
@@ -183,7 +185,7 @@ def glu_at(block: Block, at_own: Decision, size: int) -> Decision:
     if at_own.absorbable is True and size >= block.width:
         assert at_own.witness is not None
         stack = tuple(pad(layer, size) for layer in at_own.witness)
-        certificate = dict(at_own.certificate or {}, width=size, layers=cert.layers(stack))
+        certificate = cert.widened(at_own.certificate or {}, size, stack)
         return replace(at_own, certificate=certificate, witness=stack)
     if size == block.width and at_own.absorbable is not None:
         return at_own
@@ -223,13 +225,11 @@ def stacked(block: Block, size: int) -> Decision:
     common = max(layer.up.shape[0] for layer in layers)  # witnesses may be narrower than size
     stack = tuple(pad(layer, common) for layer in layers)
     return Decision(True, "§5 stack of per-layer witnesses",
-                    cert.witness(stack, common, "each layer's canonical form equals the "
-                                 "block layer's"), witness=stack,
+                    widths.stack_forms_equal(stack, common), witness=stack,
                     detail=f"{block.depth} layers, each absorbable")
 
 
 STACK_METHOD = "stack of per-layer certificates"
-STACK_CHECK = "each layer absorbed by its own certificate"
 
 
 def per_layer_stack(block: Block, size: int) -> Decision:
@@ -255,12 +255,8 @@ def per_layer_stack(block: Block, size: int) -> Decision:
     # the exact stack, for export; None when a layer's witness is algebraic (σ(γ) symbolic)
     stack = None if any(x is None for x in layers) else tuple(
         pad(x, common) for x in layers if x is not None)
-    return Decision(True, STACK_METHOD, {
-        "kind": "witness", "check": STACK_CHECK, "width": common, "per_layer": certificates,
-        "argument": "each layer of the block equals the plain layer its own certificate "
-                    "proves (at most this width; zero neurons pad it); equal layers compose "
-                    "to equal stacks"}, witness=stack,
-        detail=f"{block.depth} layers, each absorbable on its own")
+    return Decision(True, STACK_METHOD, cert.per_layer(common, certificates), witness=stack,
+                    detail=f"{block.depth} layers, each absorbable on its own")
 
 
 def _layer_witness(single: Block, decision: Decision) -> Layer | None:
@@ -270,14 +266,14 @@ def _layer_witness(single: Block, decision: Decision) -> Layer | None:
     if decision.witness:
         return decision.witness[0]
     certificate = decision.certificate or {}
-    if certificate.get("check") == large.LINEAR:
-        gamma = large.gate_constant(single)
+    if certificate.get("check") == Check.LINEAR_NEURONS:
+        gamma = spare.gate_constant(single)
         if gamma is None or not isinstance(gamma[1], Fraction):
             return None
-    if certificate.get("kind") == "witness" and certificate.get("check") in large.BUILT:
+    if certificate.get("kind") == Kind.WITNESS and certificate.get("check") in large.BUILT:
         try:
             return large.witness_layer(single, None, certificate)
-        except large.TooWide:
+        except doubles.TooWide:
             return None
     return None
 
@@ -302,7 +298,7 @@ def at_width(block: Block, size: int) -> Decision:
         if rule is not None:
             return rule
     if refused:
-        if large.applies(block):
+        if spare.applies(block):
             return large.decide(block, size)
         glu_large = flips_large.decide(block, size)  # §5 at scale: bias-free glu (Og(c))
         if glu_large is not None and glu_large.absorbable is not None:
@@ -317,12 +313,12 @@ def at_width(block: Block, size: int) -> Decision:
 def biased_at_width(block: Block, size: int) -> Decision:
     """docs/rules.md §8: each part decides its own activations; the rest stays undecided."""
     if too_large(block):  # §8.1: §4's bounds and generic case, with affine keys; §8 gated
-        if large.applies(block):
+        if spare.applies(block):
             return large.decide(block, size)
         own = flips_large.decide(block, size)  # §8.2 at scale: relu², swiglu/geglu/reglu, glu
         if own is not None and own.absorbable is not None:
             return own
-        if large.construction(block) is not None:
+        if spare.construction(block) is not None:
             above = large.decide_construction(block, size)
             return own if above.absorbable is None and own is not None else above
         return own or undecided(BIASED)
@@ -337,7 +333,7 @@ def biased_at_width(block: Block, size: int) -> Decision:
     found = flip_sets(block, size)  # §8.2: relu², swiglu/geglu/reglu, glu
     if found is not None and found.absorbable is not None:
         return found
-    built = large.construction(block)  # §8: linear neurons / square quadruples, any size
+    built = spare.construction(block)  # §8: linear neurons / square quadruples, any size
     if built is not None and size >= int(built["width"]):
         return large.decide_construction(block, size)
     return found or undecided(BIASED)
@@ -385,9 +381,9 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
     if nv is not None:
         return MinWidth(True, None, nv.method, nv.certificate)
     if too_large(block) or costly(block):
-        if large.applies(block):
+        if spare.applies(block):
             return large_minimal_width(block)
-        if large.construction(block) is not None:  # §8.2 at scale below, a construction above
+        if spare.construction(block) is not None:  # §8.2 at scale below, a construction above
             return construction_minimal_width(block)
         return MinWidth(False, reason=BIASED if block.biased else too_large(block))
     if block.depth > 1:  # §9 below, the stack of per-layer witnesses above (any bias)
@@ -396,7 +392,7 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
     if w is not None:
         return _bracket(block, w, linear.METHOD)
     if block.biased and biased_keys(block) is None:  # §8.1 below
-        if large.construction(block) is None:
+        if spare.construction(block) is None:
             return MinWidth(False, reason=BIASED)
         bounded = construction_minimal_width(block)  # §8.2 at m below, §8 above
         if known is not None and not known[1] and bounded.bounds is not None:
@@ -420,7 +416,7 @@ def minimal_width(block: Block, known: tuple[int, bool] | None = None,
                                               f"search incomplete: {found.incomplete}",
                                 bounds=(lo, hi))
             return _bracket(block, max(1, found.choice.cost), WIDTH_METHOD)
-        if not block.biased and large.construction(block) is not None:  # glu: §5 + §8
+        if not block.biased and spare.construction(block) is not None:  # glu: §5 + §8
             return construction_minimal_width(block)
     return MinWidth(False, reason=f"no rule gives the minimal width of {block.activation} "
                                   f"blocks of depth {block.depth}")
@@ -471,10 +467,9 @@ def construction_minimal_width(block: Block) -> MinWidth:
         method, how = FLIPS_AND_CONSTRUCTION, ("§8.2 flip sets at the own width below, a §8 "
                                                "construction above")
     if lo == hi:
-        return MinWidth(True, hi, method, {"kind": "minimal width", "width": hi,
-                                           "witness": above, "below": below})
+        return MinWidth(True, hi, method, cert.minimal_width(hi, above, below))
     return MinWidth(False, method=method,
-                    certificate=large.bounds_certificate(large.Bounds(lo, hi, below, above)),
+                    certificate=cert.minimal_width_bounds(lo, hi, below, above),
                     reason=f"min width is between {lo} and {hi} ({how})", bounds=(lo, hi))
 
 
@@ -495,15 +490,16 @@ def large_minimal_width(block: Block) -> MinWidth:
     found = large.bounds(block)
     method = large.construction_method(found.above)
     if found.lo == found.hi:
-        return MinWidth(True, found.hi, method, {
-            "kind": "minimal width", "width": found.hi, "witness": found.above,
-            "below": found.below})
+        return MinWidth(True, found.hi, method,
+                        cert.minimal_width(found.hi, found.above, found.below))
     above = "doubles" if method == large.METHOD_DOUBLES else "spare pairs"
-    return MinWidth(False, method=method, certificate=large.bounds_certificate(found),
+    return MinWidth(False, method=method,
+                    certificate=cert.minimal_width_bounds(found.lo, found.hi, found.below,
+                                                          found.above),
                     reason=f"min width is between {found.lo} and {found.hi} ("
                            + ("large block: live-key count, modular functional or "
                               f"unique solution below, {above} above)"
-                              if large.applies(block) else
+                              if spare.applies(block) else
                               "a construction above; no lower-bound rule for this activation)"),
                     bounds=(found.lo, found.hi))
 
@@ -516,9 +512,8 @@ def _bracket(block: Block, value: int, method: str) -> MinWidth:
     above = at_width(block, value)
     if above.absorbable is not True:
         return MinWidth(False, reason=f"internal inconsistency at width {value}")
-    return MinWidth(True, value, method, {
-        "kind": "minimal width", "width": value, "witness": above.certificate,
-        "below": below.certificate if below else None})
+    return MinWidth(True, value, method, cert.minimal_width(
+        value, above.certificate, below.certificate if below else None))
 
 
 # ---- min width of stacks (depth ≥ 2) ---------------------------------------------------------
@@ -562,15 +557,13 @@ def stack_minimal_width(block: Block, known: tuple[int, bool] | None = None) -> 
                                                f"witnesses at {hi} failed: {above.reason}")
     if lo == hi:
         below = half_activation.refute(block, hi - 1) if hi > 1 else None
-        return MinWidth(True, hi, method, {
-            "kind": "minimal width", "width": hi, "witness": above.certificate,
-            "below": below.certificate if below is not None else None})
+        return MinWidth(True, hi, method, cert.minimal_width(
+            hi, above.certificate, below.certificate if below is not None else None))
     below = half_activation.refute(block, lo - 1) if lo > 1 else None
     return MinWidth(
         False, method=method, bounds=(lo, hi),
-        certificate={"kind": "minimal width bounds", "lower": lo, "upper": hi,
-                     "below": below.certificate if below is not None else None,
-                     "above": above.certificate},
+        certificate=cert.minimal_width_bounds(
+            lo, hi, below.certificate if below is not None else None, above.certificate),
         reason=f"min width is between {lo} and {hi} (" + (
             "half-activation bound below, stack of per-layer witnesses above; docs/rules.md §9)"
             if keyed else "the stack of per-layer witnesses above; no rule bounds a depth "

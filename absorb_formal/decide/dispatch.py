@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..certify import bodies as cert
+from ..checker.kernel.contract import Kind
 from ..model.blocks import Block, Claim, Query, Spec, Statement
 from ..model.result import DECIDED, ERROR, PROVED, REFUTED, UNKNOWN, Result, unknown
 from . import budget, concrete, equivalence, families, integer_forms
@@ -116,7 +118,7 @@ def _equals(left: Block, right: Block) -> Result:
         return unknown(reason)
     verdict = "equal as functions" if equal else "different functions"
     assert certificate is not None
-    method = (integer_forms.METHOD if certificate["kind"] == integer_forms.KIND
+    method = (integer_forms.METHOD if certificate["kind"] == Kind.INTEGER_CANONICAL_FORMS
               else equivalence.METHOD)
     return Result(PROVED if equal else REFUTED, verdict, method, certificate=certificate)
 
@@ -173,8 +175,7 @@ def _query(block: Block, size: int, engine: str) -> Result:
         methods = sorted({found.method[m] for m in proved})
         verdict = "; ".join(f"{m} absorbable" for m in proved) + f" at width {size}"
         return Result(DECIDED, verdict, ", ".join(methods),
-                      certificate={"kind": "facts",
-                                   "facts": {m: found.certificate[m] for m in proved}})
+                      certificate=cert.facts({m: found.certificate[m] for m in proved}))
     decision, clash = concrete_decision(block, size, engine)
     if clash:
         return Result(ERROR, reason=clash, method="both engines")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import widths as cert
 from ..model import linalg, symbolic
 from ..model.blocks import Block
 from . import linear, points
@@ -84,20 +84,16 @@ def decide(left: Block, right: Block) -> Equality:
                 return Equality(None, reason="the canonical forms differ only in constants "
                                              "σ(β) that are not proved different")
             equal = False
-    certificate = {"kind": "canonical forms", "equal": equal,
-                   "left": _json(cf_l, lam_l), "right": _json(cf_r, lam_r)}
-    if not equal:
-        point = _differing_point(left, right)
-        if point is not None:
-            certificate["point"] = point
-    return Equality(equal, certificate)
+    point = None if equal else _differing_point(left, right)
+    return Equality(equal, cert.canonical_forms(equal, _json(cf_l, lam_l), _json(cf_r, lam_r),
+                                                point))
 
 
 def _json(cf: CanonicalForm | None, lam: linalg.Rows | None) -> dict[str, Any]:
     if cf is not None:
         return cf.as_json()
     assert lam is not None
-    return {"family": "linear", "Lambda": cert.matrix(lam), "keys": []}
+    return cert.linear_form(lam)
 
 
 def _differing_point(left: Block, right: Block) -> dict[str, Any] | None:
@@ -107,5 +103,5 @@ def _differing_point(left: Block, right: Block) -> dict[str, Any] | None:
     for x0 in points.candidates(left.dim):
         a, b = left.evaluate_exact(x0), right.evaluate_exact(x0)
         if a != b:
-            return {"x0": cert.vector(x0), "left": cert.vector(a), "right": cert.vector(b)}
+            return cert.differing_point(x0, a, b)
     return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..certify import bodies as cert
 from ..model.blocks import Block
 from . import bias_families, glu_families, half_activation, skip
 from .canonical import ridge
@@ -59,8 +60,8 @@ def _plain(block: Block, size: int, out: Facts) -> None:
     out.set("sometimes", True, "plain family (skip none)", zero)
     out.set("never", False, "plain family (skip none)", zero)
     if size >= block.width:
-        rule = {"kind": "rule", "rule": "plain family", "width": size,
-                "argument": "with skip none the block is a plain block of width m <= w"}
+        rule = cert.rule("plain family", size,
+                         "with skip none the block is a plain block of width m <= w")
         out.set("always", True, "plain family (skip none)", rule)
         out.set("generically not", False, "plain family (skip none)", rule)
     family = ridge(block.activation)
@@ -94,11 +95,11 @@ def spare_pairs(block: Block, size: int, r: int, out: Facts) -> None:
         return
     m = block.width
     if size >= m + 2 * r:
-        rule = {"kind": "rule", "rule": "spare pairs", "rank_S": r, "width": size,
-                "lemma": props.lemmas["O"],
-                "argument": "keep the m neurons of each layer and add rank(S) pairs "
-                            "(y, c/(2a)), (-y, -c/(2a)) with S = sum c y^T: "
-                            "sigma(z) - sigma(-z) = 2az makes each pair c y^T x"}
+        rule = cert.rule("spare pairs", size,
+                         "keep the m neurons of each layer and add rank(S) pairs "
+                         "(y, c/(2a)), (-y, -c/(2a)) with S = sum c y^T: "
+                         "sigma(z) - sigma(-z) = 2az makes each pair c y^T x",
+                         rank=r, lemma=props.lemmas["O"])
         rule = with_example(block, size, rule, "always")
         out.set_all(ALWAYS, "spare pairs (§4)", rule)
 
@@ -118,11 +119,11 @@ def bias_table(block: Block, size: int, out: Facts) -> None:
 def _linear_table(block: Block, size: int, r: int, out: Facts) -> None:
     m, d = block.width, block.dim
     generic = min(d, r + m)
-    table = {"kind": "rule", "rule": "§4 identity activation", "rank_S": r, "width": size,
-             "generic_rank": generic,
-             "argument": "B = (S + a DU) x; DU ranges over rank <= min(m, d), so rank(S + aDU) "
-                         "ranges over [max(0, rank S - m), min(d, rank S + m)], the top "
-                         "value generically; width w absorbs exactly rank <= w"}
+    table = cert.rule("§4 identity activation", size,
+                      "B = (S + a DU) x; DU ranges over rank <= min(m, d), so rank(S + aDU) "
+                      "ranges over [max(0, rank S - m), min(d, rank S + m)], the top "
+                      "value generically; width w absorbs exactly rank <= w",
+                      rank=r, generic_rank=generic)
     method = "§4 linear blocks"
     out.set("never", r > m + size, method, table)
     out.set("sometimes", r <= m + size, method, with_example(block, size, table, "sometimes")
@@ -135,9 +136,10 @@ def _ridge_table(block: Block, size: int, r: int, out: Facts) -> None:
     m, d = block.width, block.dim
     family = ridge(block.activation)
     assert family is not None
-    never_rule = {"kind": "rule", "rule": "§4 rank of S", "rank_S": r, "width": size,
-                  "argument": "if P absorbs B, P - (B - Sx) = Sx is a plain block of width "
-                              "m + w, and a plain block equal to Sx needs 2 rank(S) neurons"}
+    never_rule = cert.rule("§4 rank of S", size,
+                           "if P absorbs B, P - (B - Sx) = Sx is a plain block of width "
+                           "m + w, and a plain block equal to Sx needs 2 rank(S) neurons",
+                           rank=r)
     if m + size < 2 * r:
         out.set_all(NEVER, "§4 rank of S", never_rule)
         return
@@ -146,18 +148,18 @@ def _ridge_table(block: Block, size: int, r: int, out: Facts) -> None:
     if family.family == "relu" and d == 1 and m >= 2:
         return  # one line: _line_table decided every width
     if r <= m:
-        example = with_example(block, size, {
-            "kind": "rule", "rule": "§4 subset condition", "rank_S": r, "width": size,
-            "argument": "weights with sum_{i in J} d_i u_i^T = -S/(2a) (J = the first rank(S) "
-                        "neurons, from a rank factorisation of S) are absorbable"}, "sometimes")
+        example = with_example(block, size, cert.rule(
+            "§4 subset condition", size,
+            "weights with sum_{i in J} d_i u_i^T = -S/(2a) (J = the first rank(S) "
+            "neurons, from a rank factorisation of S) are absorbable", rank=r), "sometimes")
         out.set("sometimes", True, "§4 subset condition", example)
         out.set("never", False, "§4 subset condition", example)
     if size == m:
-        generic = {"kind": "rule", "rule": "§4 genericity", "width": size,
-                   "argument": "generic weights put every neuron alive on its own key (p = m), "
-                               "leaving no doubles or spare pairs; absorbable then needs "
-                               "sum_{i in J} d_i u_i^T = -S/(2a) for one of finitely many J, "
-                               "each a proper algebraic condition since S != 0"}
+        generic = cert.rule("§4 genericity", size,
+                            "generic weights put every neuron alive on its own key (p = m), "
+                            "leaving no doubles or spare pairs; absorbable then needs "
+                            "sum_{i in J} d_i u_i^T = -S/(2a) for one of finitely many J, "
+                            "each a proper algebraic condition since S != 0")
         out.set("generically not", True, "§4 genericity", generic)
         out.set("always", False, "§4 genericity", generic)
 
@@ -169,36 +171,36 @@ def _line_table(block: Block, size: int, r: int, out: Facts) -> None:
     if size >= 2:
         # Any depth: each layer alone is absorbable at width 2, and a stack of absorbable
         # layers is absorbable (docs/rules.md §5).
-        rule = {"kind": "rule", "rule": "§4 relu family in d = 1", "width": size,
-                "argument": "all neurons share one line, so each layer is Lx + v|x|, which "
-                            "the two neurons x and -x realise: width 2 <= w always suffices, "
-                            "layer by layer"}
+        rule = cert.rule("§4 relu family in d = 1", size,
+                         "all neurons share one line, so each layer is Lx + v|x|, which "
+                         "the two neurons x and -x realise: width 2 <= w always suffices, "
+                         "layer by layer")
         rule = with_example(block, size, rule, "always")
         out.set_all(ALWAYS, "§4 relu family, d = 1", rule)
     elif block.depth == 1 and block.width >= 2 and r == 1:  # m = 1: the §4 table's generic case
-        rule = {"kind": "rule", "rule": "§4 relu family in d = 1, width 1", "rank_S": r,
-                "width": size,
-                "argument": "one neuron realises Lx + v|x| iff L = +-rho v, i.e. s + 2a "
-                            "sum_{i in J} d_i u_i = 0 with J = {u_i > 0} or {u_i < 0}: a proper "
-                            "algebraic condition for each J since s != 0, met by some weights"}
+        rule = cert.rule("§4 relu family in d = 1, width 1", size,
+                         "one neuron realises Lx + v|x| iff L = +-rho v, i.e. s + 2a "
+                         "sum_{i in J} d_i u_i = 0 with J = {u_i > 0} or {u_i < 0}: a proper "
+                         "algebraic condition for each J since s != 0, met by some weights",
+                         rank=r)
         example = with_example(block, size, rule, "sometimes")
         out.set("sometimes", True, "§4 relu family, d = 1, width 1", example)
         out.set("never", False, "§4 relu family, d = 1, width 1", example)
         out.set("generically not", True, "§4 relu family, d = 1, width 1", rule)
         out.set("always", False, "§4 relu family, d = 1, width 1", rule)
     elif block.depth == 1 and block.width >= 2:  # S = 0: the empty J meets the condition
-        rule = {"kind": "rule", "rule": "§4 relu family in d = 1, width 1, S = 0", "width": size,
-                "argument": "with S = 0, weights with every u_i > 0 (an open set) give c relu(x), "
-                            "one neuron; relu(x) + relu(-x) (m >= 2) is Lx + v|x| with "
-                            "L != +-rho v, which one neuron does not realise"}
+        rule = cert.rule("§4 relu family in d = 1, width 1, S = 0", size,
+                         "with S = 0, weights with every u_i > 0 (an open set) give c relu(x), "
+                         "one neuron; relu(x) + relu(-x) (m >= 2) is Lx + v|x| with "
+                         "L != +-rho v, which one neuron does not realise")
         out.set("generically not", False, "§4 relu family, d = 1, width 1", rule)
         out.set("always", False, "§4 relu family, d = 1, width 1", rule)
 
 
 def zero_example(block: Block, size: int) -> dict[str, Any]:
-    return {"kind": "rule", "rule": "zero weights", "width": size,
-            "argument": "with all weights 0 and skip none the block is the zero map, which "
-                        "a plain block of any width (zero weights) computes"}
+    return cert.rule("zero weights", size,
+                     "with all weights 0 and skip none the block is the zero map, which "
+                     "a plain block of any width (zero weights) computes")
 
 
 def decide(block: Block, modality: str, size: int) -> Decision:

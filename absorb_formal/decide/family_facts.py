@@ -62,8 +62,7 @@ def attach_example(member: Block | None, size: int, rule: dict[str, Any]) -> dic
     decision = concrete.at_width(member, size)
     if decision.absorbable is not True:
         return rule
-    return {**rule, "example": {"layers": cert.layers(member.layers or ()),
-                                "witness": decision.certificate}}
+    return cert.with_example(rule, member.layers or (), decision.certificate)
 
 
 def example_member(block: Block, why: str) -> Block | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import never as cert
 from ..model.blocks import Block
 from . import skip
 from .lemmas import Properties
@@ -20,12 +20,8 @@ def family(block: Block, props: Properties) -> dict[str, Any] | None:
     if not props.flat or found is None:
         return None
     index, value = found
-    return {"kind": "lemma + direction", "rule": "T4", "property": "F",
-            "gated": block.activation.gated, "lemma": props.lemmas["F"],
-            "depth": block.depth,
-            "direction": {"index": index, "skip_power_entry": cert.q(value)},
-            "argument": "B(t e_index)/t -> S^L e_index != 0 as t -> 0+, while P(t x)/t -> 0 "
-                        "for every plain stack P"}
+    return cert.flatness_direction(block.activation.gated, props.lemmas["F"], block.depth,
+                                   index, value)
 
 
 concrete = family  # the weights play no part: the lemma and S^L decide

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from ..certify import bodies as cert
+from ..certify import widths as cert
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
 from . import subset
@@ -31,8 +31,6 @@ from .decision import Decision, undecided
 from .lemmas import properties
 
 METHOD = "§8.2 flip sets"
-CHECK = "§8.2 flip identity"
-SECTION = "§8.2"
 
 
 @dataclass(frozen=True)
@@ -201,14 +199,15 @@ def decide(block: Block, size: int) -> Decision | None:
     answer = subset.solve(terms, target)
     if answer.status == "unknown":
         return undecided(answer.reason)
-    common = {"section": SECTION, "rule": rule.name, "value": cert.q(rule.value)}
     if answer.status == "none":
         if size != block.width:
             return undecided("§8.2's refutation holds at the block's own width only")
-        return Decision(False, METHOD, {**answer.certificate, **common, "width": size},
+        return Decision(False, METHOD,
+                        cert.flip_refutation(answer.certificate, rule.name, rule.value, size),
                         detail="no index set J")
     flips = set(answer.subset or ())
     layer = flipped(block.layers[0], rule, flips)
     chosen = sorted(i + 1 for i in flips)
-    return Decision(True, METHOD, cert.witness([layer], block.width, CHECK, J=chosen, **common),
+    return Decision(True, METHOD,
+                    cert.flip_witness(layer, block.width, rule.name, rule.value, chosen),
                     witness=(layer,), detail="J = {" + ", ".join(map(str, chosen)) + "}")

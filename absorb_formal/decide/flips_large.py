@@ -27,7 +27,7 @@ tested exactly (python-flint) on both parts:
 
 The refutation needs every neuron alive and alone on its key (§8.2's only-if): D's columns
 non-zero; the key rows (relu²: [u_i | β_i], u_i ≠ 0; gated: [g_i | γ_i], g_i ≠ 0, and
-(u_i, β_i) ≠ 0) on pairwise different residue keys mod p (`large.affine_keys_distinct`:
+(u_i, β_i) ≠ 0) on pairwise different residue keys mod p (`modular.affine_keys_distinct`:
 different lines of Q^{d+1}, so different keys up to a factor and up to sign). The witness
 needs only the identities: relu² flips row u_i, β_i and d_i (c′ = c + Σ_J β_i² d_i); gated
 flips g_i and γ_i (c′ = c + 2a Σ_J γ_i β_i d_i); Og(c) flips g_i, γ_i and d_i
@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from ..certify import large as cert
+from ..checker.kernel.contract import MAX_QUADRATIC, SEED
 from ..model import linalg
 from ..model.blocks import Block, Layer
 from . import flips, large, modular, unique_subset
@@ -48,20 +50,11 @@ from .decision import Decision, undecided
 
 METHOD = "§8.2 flip sets + unique solution mod q"
 KEY_METHOD = "§8.2 key count"
-SECTION = "§8.2"
-RULES = {"relu^2": "§8.2 relu^2", "gated O(a)+N": "§8.2 gated O(a)+N", "Og(c)": "§8.2 Og(c)"}
 # The small path (flips.py, an exact subset search over m terms of d³ + d² entries) is left
 # to blocks whose system has at most this many entries; larger ones come here first.
 MAX_EXACT_COST = 100_000
-# Products d·|J|·k² of the exact quadratic identity of a candidate J attempted (k ≤ 2|J|).
-MAX_QUADRATIC = 2 * 10**8
-ARGUMENT = ("every neuron is alive and its key row ([u_i | b_i] for relu^2, [g_i | gamma_i] "
-            "for gated blocks) has its own residue key mod prime, so the m keys are distinct "
-            "and at width m the block is absorbable iff some 0/1 vector c solves the §8.2 "
-            "system of its rule. Seen through the m functionals of seed 0, the m x m system is "
-            "singular modulo every solve prime but the last and invertible modulo the last, "
-            "q: it has at most one rational solution, and that reduces mod q to the unique "
-            "solution mod q")
+# MAX_QUADRATIC (the contract's): products d·|J|·k² of the exact quadratic identity of a
+# candidate J attempted (k ≤ 2|J|), as many as the checker checks.
 
 
 def applies(block: Block) -> bool:
@@ -121,13 +114,9 @@ def key_count(block: Block, size: int) -> Decision | None:
     if alone(block, rule):
         return None
     m = block.width
-    return Decision(False, KEY_METHOD, {
-        "kind": "key count", "rule": RULES[rule.name], "constant": str(rule.value),
-        "prime": large.PRIME, "keys": m, "width": size,
-        "argument": "every neuron is alive and its key row has its own residue key mod prime "
-                    "(distinct keys); a plain block equal to B needs a neuron on each of the "
-                    "m keys, so none of width below m exists"},
-        detail=f"{m} keys need {m} neurons")
+    return Decision(False, KEY_METHOD,
+                    cert.flip_key_count(rule.name, rule.value, large.PRIME, m, size),
+                    detail=f"{m} keys need {m} neurons")
 
 
 def own_width(block: Block) -> Decision | None:
@@ -152,15 +141,15 @@ def _own_width(block: Block) -> Decision | None:
     room = unique_subset.memory(m)
     if room:
         return undecided(room)
-    common = {"rule": RULES[rule.name], "constant": str(rule.value), "width": m}
     candidate = unique_subset.Candidate(
-        METHOD, common, ARGUMENT, lambda chosen: failure(block, rule, chosen),
+        METHOD, cert.flip_fields(rule.name, rule.value, m), cert.FLIP_SYSTEM,
+        lambda chosen: failure(block, rule, chosen),
         lambda chosen: (witness_certificate(rule, chosen, m), flipped(block, rule, chosen)),
         refutable=alone(block, rule))
     if rule.name == "Og(c)":
         factor = -1 / (2 * rule.value)
         return unique_subset.solve(
-            block, lambda q: unique_subset.system(block, unique_subset.SEED, q, factor),
+            block, lambda q: unique_subset.system(block, SEED, q, factor),
             candidate)
     return unique_subset.solve(block, lambda q: system(block, layer, rule, q), candidate)
 
@@ -179,7 +168,7 @@ def alone(block: Block, rule: flips.Rule) -> str:
         ups = layer.up.nonzero().any(axis=1) | np.array([b != 0 for b in betas])
         if not ups.all():
             return "a neuron has a zero up row and up bias (a dead neuron: no refutation)"
-    distinct = large.affine_keys_distinct(keyed, offsets)
+    distinct = modular.affine_keys_distinct(keyed, offsets)
     if distinct is None:
         return f"a weight is not a unit mod {large.PRIME}, so residue keys prove nothing"
     if not distinct:
@@ -206,7 +195,7 @@ def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray |
     lu = modular.modlu()
     if layer.gate is None:  # relu²: λ = 2β, μ = 0, g = u
         return lu.projected_flip_system(down, up, up, 2 * betas % q, np.zeros_like(betas),
-                                        target, unique_subset.SEED, q)
+                                        target, SEED, q)
     m, d = layer.up.shape
     assert layer.gate_bias is not None
     gate = layer.gate.residues(range(m), range(d), q)
@@ -215,7 +204,7 @@ def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray |
     if gate is None or gammas is None or scale is None:
         return None
     return lu.projected_flip_system(down, up, gate, scale * gammas % q, scale * betas % q,
-                                    target, unique_subset.SEED, q)
+                                    target, SEED, q)
 
 
 def _residues(values: tuple[Fraction, ...], q: int) -> np.ndarray | None:
@@ -283,15 +272,7 @@ def quadratic_failure(block: Block, chosen: list[int]) -> tuple[int, int, int] |
 
 
 def witness_certificate(rule: flips.Rule, chosen: list[int], m: int) -> dict[str, Any]:
-    return {"kind": "witness", "check": unique_subset.CHECK, "width": m,
-            "rule": RULES[rule.name], "constant": str(rule.value),
-            "flips": [i + 1 for i in chosen],
-            "argument": "flip the neurons listed in flips as §8.2's row says (relu^2: row of "
-                        "U, b_i and d_i; gated: gate row and gamma_i; glu: gate row, gamma_i "
-                        "and d_i), the down bias taking the flips' constant (bias-free glu: "
-                        "no bias, no constant): their total change "
-                        "is S x + a constant, since J's quadratic part is 0 and its linear part "
-                        "is S exactly"}
+    return cert.flips_at_scale(rule.name, rule.value, [i + 1 for i in chosen], m)
 
 
 def flipped(block: Block, rule: flips.Rule, chosen: list[int]) -> Layer:

@@ -8,7 +8,7 @@ u_i ≠ 0, the block is absorbable at width m iff `Σ_{i∈J} d_i u_iᵀ = −S/
 
 from __future__ import annotations
 
-from ..certify import bodies as cert
+from ..certify import widths as cert
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
 from . import subset
@@ -58,9 +58,9 @@ def decide(block: Block, width: int) -> Decision | None:
     answer = subset.solve(terms, target)
     if answer.status == "unknown":
         return undecided(answer.reason)
-    common = {"lemma": props.lemmas["OgN"], "c": cert.q(c)}
+    lemma = props.lemmas["OgN"]
     if answer.status == "none":
-        return Decision(False, METHOD, {**answer.certificate, **common},
+        return Decision(False, METHOD, cert.glu_refutation(answer.certificate, lemma, c),
                         detail="no index set J")
     assert answer.subset is not None
     flip = set(answer.subset)
@@ -71,6 +71,5 @@ def decide(block: Block, width: int) -> Decision | None:
     plain = Layer(layer.up, down, gate)
     shown = "{" + ", ".join(str(i + 1) for i in sorted(flip)) + "}"
     return Decision(True, METHOD,
-                    cert.witness([plain], width, "GLU sign-flip identity", J=sorted(
-                        i + 1 for i in flip), **common),
+                    cert.glu_witness(plain, width, sorted(i + 1 for i in flip), lemma, c),
                     witness=(plain,), detail=f"J = {shown}")

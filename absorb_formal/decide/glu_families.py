@@ -28,6 +28,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from ..certify import bodies as cert
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
 from .family_facts import ALWAYS, NEVER, Facts, attach_example, too_big_for_example
@@ -51,7 +52,7 @@ def constant(block: Block) -> Fraction | None:
 
 
 def _rule(name: str, r: int, size: int, argument: str) -> dict[str, Any]:
-    return {"kind": "rule", "rule": name, "rank_S": r, "width": size, "argument": argument}
+    return cert.rule(name, size, argument, rank=r)
 
 
 def table(block: Block, size: int, r: int, out: Facts) -> None:

@@ -38,6 +38,9 @@ from typing import Any
 
 import flint
 
+from ..certify import bodies as cert
+from ..certify import widths
+from ..checker.kernel.contract import MAX_PATTERN_BITS, MAX_TUPLES
 from ..model import linalg
 from ..model.activations import Activation
 from ..model.blocks import Block, Layer
@@ -46,14 +49,10 @@ from .lemmas import properties
 
 METHOD = "§9 half-activation bound"
 STACK_METHOD = "§9 half-activation bound + stack of per-layer witnesses"
-KIND = "half-activation bound"
 RULE = "§9 half-activation bound"  # the family rule (generically not, w < 2d, S invertible)
 PRIME = 2**61 - 1  # a Mersenne prime: residues of a full-rank pattern prove non-singularity
-MAX_PATTERN_BITS = 14  # 2^14 patterns per layer (the checker's cap too)
-MAX_TUPLES = 4096  # pattern products enumerated across layers (the checker's cap too)
-ARGUMENT = ("Lemma H: a plain ReLU stack of first width w is affine with Jacobian rank <= "
-            "floor(w/2) on an open set; the block's Jacobian there is a product of pattern "
-            "matrices S + D_k diag(c a_k) U_k, of rank >= rank, so w >= 2 rank")
+# MAX_PATTERN_BITS (2^14 patterns per layer) and MAX_TUPLES (pattern products across layers)
+# are the contract's: the checker's caps.
 
 
 @functools.cache
@@ -117,7 +116,7 @@ def _bound(block: Block) -> Bound:
     for n, layer in enumerate(block.layers, start=1):
         norm = _norm_test(inverse, layer, c) if inverse is not None else None
         if norm is not None:
-            entries.append({"test": "norm", "norm": norm[0], "sum": str(norm[1])})
+            entries.append(widths.norm_test(norm[0], norm[1]))
             ranks.append(d)
             walks.append(None)
             continue
@@ -129,22 +128,20 @@ def _bound(block: Block) -> Bound:
                                       "is not computed")
         walk = _walk(s, layer, c)
         least, pattern = walk.least
-        entries.append({"test": "patterns", "least_rank": least,
-                        "least_pattern": _indices(pattern)})
+        entries.append(widths.pattern_test(least, _indices(pattern)))
         ranks.append(least)
         walks.append(walk)
-    fields: dict[str, Any] = {"kind": KIND, "layers": entries}
+    least: list[list[int]] | None = None
     if all(r == d for r in ranks):
-        fields.update(combine="non-singular", rank=d)
+        combine, rank = "non-singular", d
     elif len(ranks) == 1:
-        fields.update(combine="one layer", rank=ranks[0])
+        combine, rank = "one layer", ranks[0]
     elif _tuples(block) <= MAX_TUPLES:
         rank, tuple_ = _least_product(s, block.layers, c, walks)
-        fields.update(combine="products", rank=rank, least_patterns=[_indices(a) for a in tuple_])
+        combine, least = "products", [_indices(a) for a in tuple_]
     else:
-        fields.update(combine="sylvester", rank=max(0, sum(ranks) - (len(ranks) - 1) * d))
-    fields["argument"] = ARGUMENT
-    return Bound(int(fields["rank"]), fields)
+        combine, rank = "sylvester", max(0, sum(ranks) - (len(ranks) - 1) * d)
+    return Bound(int(rank), widths.half_activation_bound(entries, combine, rank, least))
 
 
 def _tuples(block: Block) -> int:
@@ -273,7 +270,7 @@ def _exact_product_rank(s: list[list[Fraction]], layers: tuple[Layer, ...], c: F
 
 def certificate(found: Bound, size: int) -> dict[str, Any]:
     assert found.fields is not None
-    return {**found.fields, "width": size}
+    return widths.half_activation_at(found.fields, size)
 
 
 def refute(block: Block, size: int) -> Decision | None:
@@ -308,8 +305,8 @@ def family(block: Block, size: int) -> dict[str, Any] | None:
     r = skip.rank(block.skip)
     if r != block.dim:
         return None
-    return {"kind": "rule", "rule": RULE, "rank_S": r, "width": size,
-            "argument": "S invertible: every pattern determinant det(S + D diag(c a) U) is a "
-                        "non-zero polynomial in the weights (det S at D = 0), so generic "
-                        "weights make every pattern product non-singular (r = d), and Lemma H "
-                        "needs width >= 2d"}
+    return cert.rule(RULE, size,
+                     "S invertible: every pattern determinant det(S + D diag(c a) U) is a "
+                     "non-zero polynomial in the weights (det S at D = 0), so generic "
+                     "weights make every pattern product non-singular (r = d), and Lemma H "
+                     "needs width >= 2d", rank=r)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import never as cert
 from ..model.blocks import Block
 from . import points, skip
 from .lemmas import Properties
@@ -32,11 +32,7 @@ def family(block: Block, props: Properties) -> dict[str, Any] | None:
     if k is None or block.depth != 1 or found is None:
         return None
     index, value = found
-    return {"kind": "lemma + direction", "rule": "T1", "property": f"H({props.homogeneous})",
-            "lemma": props.lemmas["H"], "block_degree": k, "depth": 1,
-            "direction": {"index": index, "skip_power_entry": cert.q(value)},
-            "argument": "B(t x) - t^K B(x) = (t - t^K) S x != 0 at x = e_index, t = 2, "
-                        "while every plain block is homogeneous of degree K"}
+    return cert.homogeneity_direction(props.homogeneous, props.lemmas["H"], k, index, value)
 
 
 def concrete(block: Block, props: Properties) -> dict[str, Any] | None:
@@ -52,8 +48,6 @@ def concrete(block: Block, props: Properties) -> dict[str, Any] | None:
             scaled = block.evaluate_exact(tuple(t * v for v in x0))
             expected = tuple(t ** total * v for v in base)
             if scaled != expected:
-                return {"kind": "homogeneity point", "rule": "T1",
-                        "property": f"H({props.homogeneous})", "lemma": props.lemmas["H"],
-                        "degree": total, "x0": cert.vector(x0), "t": cert.q(t),
-                        "B_at_t_x0": cert.vector(scaled), "B_at_x0": cert.vector(base)}
+                return cert.homogeneity_point(props.homogeneous, props.lemmas["H"], total, x0,
+                                              t, scaled, base)
     return None

@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 
 from ..certify import bodies as cert
+from ..certify import widths
 from ..model import exactarray, symbolic
 from ..model.blocks import Block, Matrix
 from . import linear
 from .canonical import Ridge, ridge
 from .decision import BIASED
 
-KIND = "integer canonical forms"
 METHOD = "§4 canonical forms (exact integers)"
 INT64_BITS = 62  # an int64 entry is used only where |x| < 2^62 is proved
 
@@ -165,7 +165,7 @@ def form(block: Block, biased: bool) -> tuple[IntForm | None, str]:
     slope = a if a is not None else found.a  # type: ignore[union-attr]
     layer = block.layers[0]
     up, down = ints_of_matrix(layer.up), ints_of_matrix(layer.down)
-    dim, width = block.dim, block.width
+    width = block.width
     down_f = _flint(down.ints)
     lam, lam_den = _lam(block, slope, up, down, down_f)
     if found is None:
@@ -291,11 +291,8 @@ def decide(left: Block, right: Block) -> Equality:
         return Equality(None, reason="the canonical forms differ only in constants σ(β) "
                                      "that are not proved different")
     equal = difference is None
-    certificate: dict[str, Any] = {"kind": KIND, "equal": equal,
-                                   "keys": [len(fl.keys), len(fr.keys)]}
-    if not equal:
-        certificate["difference"] = difference
-    return Equality(equal, certificate)
+    return Equality(equal, widths.integer_canonical_forms(equal, [len(fl.keys), len(fr.keys)],
+                                                          difference))
 
 
 def _difference(fl: IntForm, fr: IntForm, left: Block) -> dict[str, Any] | None:

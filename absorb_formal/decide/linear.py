@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..certify import bodies as cert
+from ..certify import widths as cert
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
 from .decision import Decision
@@ -41,12 +41,10 @@ def decide_width(block: Block, width: int) -> Decision | None:
     matrix = lam(block, a)
     r = linalg.rank(matrix)
     if r > width:
-        return Decision(False, METHOD, {"kind": "linear rank", "Lambda": cert.matrix(matrix),
-                                        "rank": r, "width": width,
-                                        "argument": "a plain linear block of width w has "
-                                                    "rank <= w"}, detail=f"rank {r} > {width}")
+        return Decision(False, METHOD, cert.linear_rank(matrix, r, width),
+                        detail=f"rank {r} > {width}")
     layer = witness(matrix, a, block.dim, width, constant(block, a))
-    return Decision(True, METHOD, cert.witness([layer], width, "linear maps equal"),
+    return Decision(True, METHOD, cert.linear_maps_equal(layer, width),
                     witness=(layer,), detail=f"rank {r}")
 
 

@@ -14,17 +14,25 @@ m + 1 over Z/q, q below 2^21 (`checker/kernel/modlu.py`: every product exact in 
 bound k·(q−1)² < 2^53 raised on; tested against FLINT), and a back-substitution; the
 checker's is one product of O(m·k²), without any LU. A minor singular mod q is tried mod the
 next prime, then on another grid. That the m keys are distinct is the caller's
-(`large.key_classes`: residue keys, O(m·d) vectorised); the checker recomputes it from its
+(`key_classes` below: residue keys, O(m·d) vectorised); the checker recomputes it from its
 own reading.
 
 With biases (docs/rules.md §8.1) keys are affine, and rows with distinct directions are distinct
 keys whatever their offsets: distinct residue keys suffice, the subset condition is
 unchanged and the biases never enter Y's test.
+
+Residue keys (§4 keys mod p: `key_classes`, `affine_keys_distinct`, also read by the key
+counts of `large.py` and `flips_large.py`): row u_i scaled by the inverse of its first
+non-zero entry, mod p. Parallel rows — one relu key (a line), or u and −u (one gelu key) —
+have one residue key, so different residue keys are different lines, hence different keys in
+both families (§8.1: different affine keys too). Sound only if every non-zero entry of U is
+non-zero mod p, which is tested (else nothing is concluded).
 """
 
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from fractions import Fraction
 from math import isqrt
 from pathlib import Path
@@ -32,6 +40,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ..certify import large as cert
 from ..checker.kernel import modlu as kernel_modlu
 from ..model import linalg, memory
 from ..model.blocks import Block, Matrix
@@ -40,14 +49,13 @@ from .canonical import ridge
 from .decision import Decision, undecided
 
 METHOD = "§4 generic case + modular functional"
-# The keys' prime (large.key_classes): below 2^26, so that no mantissa of a bf16, fp16 or fp32
+# The keys' prime (`key_classes`): below 2^26, so that no mantissa of a bf16, fp16 or fp32
 # weight (≤ 24 bits) is a multiple of it.
 PRIME = 67_108_859
 # The functional's primes: the largest below 2^21, so that the LU runs exactly on float64 BLAS
 # (checker/kernel/modlu.py: k·(p−1)² < 2^53 for products of inner dimension k ≤ 2,048). A minor that
 # is singular mod the first (a false zero has probability about m/p) is tried mod the next.
-# = modlu.primes(2) (tests/checker/test_modular_lu_against_flint.py)
-MINOR_PRIMES = [2_097_143, 2_097_133]
+MINOR_PRIMES = kernel_modlu.primes(2)  # 2,097,143 and 2,097,133
 GRID_OFFSETS = 3
 
 
@@ -88,17 +96,8 @@ def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
             if functional is None:
                 continue  # singular mod q, or q divides a denominator: the next prime
             y, value = functional
-            return Decision(False, METHOD, {
-                "kind": "modular functional", "rule": "§4 generic case", "prime": PRIME,
-                "minor_prime": q, "rows": rows_, "cols": cols_, "Y": y, "Y_dot_S": value,
-                "argument": "the m rows of U have pairwise different residue keys mod prime "
-                            "(each row over its first non-zero entry) and every column of D "
-                            "is non-zero, so the m neurons sit alive on m distinct keys; at "
-                            "width m the block is then absorbable iff S + sum_i c_i d_i u_i^T "
-                            "= 0 with every c_i in {0, 2a, -2a}; Y (on the first m+1 "
-                            "coordinates of rows x cols, row by row) has d_i^T Y u_i = 0 mod "
-                            "minor_prime for every i and <Y, S> = Y_dot_S != 0 mod "
-                            "minor_prime, which rules every such identity out"},
+            return Decision(
+                False, METHOD, cert.modular_functional(PRIME, q, rows_, cols_, y, value),
                 detail=f"{m} distinct keys; a functional mod {q} vanishes on the {m} terms "
                        f"and is {value} on S")
     return None
@@ -155,3 +154,75 @@ def _functional(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_:
     assert not lu.functional_values(y_grid, d_res, u_res, q).any(), "Y is not orthogonal"
     assert value == int(np.dot(np.array(y, dtype=object), last.astype(object)) % q) != 0
     return y, value
+
+
+# ---- residue keys (docs/rules.md §4 "keys mod p"; checker: checker/rules/modular.py) ------
+
+@dataclass(frozen=True)
+class KeyClasses:
+    """distinct: every row of U non-zero and alone on its residue key; live: rows alone on
+    their residue key whose column of D is non-zero (each a live key of the canonical form)."""
+
+    distinct: bool
+    live: int
+
+
+def key_classes(up: Matrix, down: Matrix, p: int = PRIME) -> KeyClasses | None:
+    """Residue-key classes of the rows of U; None when p divides a denominator or a non-zero
+    entry (then residue keys could split one exact key)."""
+    m, d = up.shape
+    nonzero = up.nonzero()
+    found = _alone(up.residues(range(m), range(d), p), nonzero, p)
+    if found is None:
+        return None
+    present = nonzero.any(axis=1)
+    live = down.nonzero().any(axis=0)
+    return KeyClasses(bool(present.all() and found.all()), int((found & live).sum()))
+
+
+def affine_keys_distinct(rows: Matrix, offsets: tuple[Fraction, ...], p: int = PRIME
+                         ) -> bool | None:
+    """Whether the affine functions x ↦ r_i·x + o_i (rows r_i of `rows`, offsets o_i) lie
+    on pairwise different lines of Q^{d+1} — different keys up to a non-zero factor, hence
+    up to sign too (docs/rules.md §8.2) — by residue keys of the rows [r_i | o_i] mod p;
+    every r_i must be non-zero (else False). None when p divides a denominator or a non-zero
+    entry (then residue keys could split one exact key, and nothing is concluded)."""
+    m, d = rows.shape
+    res = rows.residues(range(m), range(d), p)
+    offset = [linalg.residue(o, p) for o in offsets]
+    if res is None or any(v is None for v in offset):
+        return None
+    nonzero = rows.nonzero()
+    if not nonzero.any(axis=1).all():
+        return False
+    found = _alone(np.hstack([res, np.array(offset, dtype=np.int64).reshape(m, 1)]),
+                   np.hstack([nonzero, np.array([o != 0 for o in offsets]).reshape(m, 1)]), p)
+    return None if found is None else bool(found.all())
+
+
+def _alone(res: np.ndarray | None, nonzero: np.ndarray, p: int) -> np.ndarray | None:
+    """Which rows are non-zero and alone on their residue key (the row over its first
+    non-zero entry, mod p); None when `res` is None or a non-zero entry is 0 mod p."""
+    if res is None or not np.array_equal(res != 0, nonzero):
+        return None
+    m, d = res.shape
+    present = nonzero.any(axis=1)
+    first = res[np.arange(m), nonzero.argmax(axis=1)]
+    inverse = _inverse(np.where(present, first, 1), p)
+    keys = np.ascontiguousarray(res * inverse[:, None] % p)
+    rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * d))).ravel()
+    _, where, counts = np.unique(rows[present], return_inverse=True, return_counts=True)
+    alone = np.zeros(m, dtype=bool)
+    alone[present] = counts[where.ravel()] == 1
+    return alone
+
+
+def _inverse(values: np.ndarray, p: int) -> np.ndarray:
+    """values^(p−2) mod p element-wise (Fermat), square and multiply in int64 (p < 2^31)."""
+    out, base, power = np.ones_like(values), values.astype(np.int64) % p, p - 2
+    while power:
+        if power & 1:
+            out = out * base % p
+        base = base * base % p
+        power >>= 1
+    return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import never as cert
 from ..model.blocks import Block
 from . import points, skip
 from .lemmas import Properties
@@ -23,11 +23,7 @@ def family(block: Block, props: Properties) -> dict[str, Any] | None:
     if not _applies(block, props) or block.depth != 1 or found is None:
         return None
     index, value = found
-    return {"kind": "lemma + direction", "rule": "T2", "property": "E",
-            "lemma": props.lemmas["E"], "depth": 1,
-            "direction": {"index": index, "skip_power_entry": cert.q(value)},
-            "argument": "B(x) - B(-x) = 2 S x != 0 at x = e_index, while every plain block "
-                        "is even"}
+    return cert.parity_direction(props.lemmas["E"], index, value)
 
 
 def concrete(block: Block, props: Properties) -> dict[str, Any] | None:
@@ -37,7 +33,5 @@ def concrete(block: Block, props: Properties) -> dict[str, Any] | None:
     for x0 in points.candidates(block.dim, found[0] if found else None):
         plus, minus = block.evaluate_exact(x0), block.evaluate_exact(tuple(-v for v in x0))
         if plus != minus:
-            return {"kind": "parity point", "rule": "T2", "property": "E",
-                    "lemma": props.lemmas["E"], "x0": cert.vector(x0),
-                    "B_at_x0": cert.vector(plus), "B_at_minus_x0": cert.vector(minus)}
+            return cert.parity_point(props.lemmas["E"], x0, plus, minus)
     return None

@@ -12,14 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import never as cert
 from ..model.blocks import Block
 from . import points, skip
 from .lemmas import Properties
 
 RULE = "T2∞ parity at infinity"
-ARGUMENT = ("B(t x)/t -> B0(x) and P(t x)/t -> P0(x) as t -> oo (sigma H(1)), where B0, P0 "
-            "drop every bias; P0 is even (sigma E), so B = P needs B0 even")
 
 
 def _applies(block: Block, props: Properties) -> bool:
@@ -36,10 +34,7 @@ def family(block: Block, props: Properties) -> dict[str, Any] | None:
     if not _applies(block, props) or block.depth != 1 or found is None:
         return None
     index, value = found
-    return {"kind": "lemma + direction", "rule": "T2∞", "property": "E, H(1)",
-            "lemma": _lemmas(props), "depth": 1,
-            "direction": {"index": index, "skip_power_entry": cert.q(value)},
-            "argument": ARGUMENT + "; B0(x) - B0(-x) = 2 S x != 0 at x = e_index"}
+    return cert.parity_infinity_direction(_lemmas(props), index, value)
 
 
 def without_biases(block: Block) -> Block:
@@ -58,8 +53,5 @@ def concrete(block: Block, props: Properties) -> dict[str, Any] | None:
     for x0 in points.candidates(block.dim, found[0] if found else None):
         plus, minus = b0.evaluate_exact(x0), b0.evaluate_exact(tuple(-v for v in x0))
         if plus != minus:
-            return {"kind": "parity point at infinity", "rule": "T2∞", "property": "E, H(1)",
-                    "lemma": _lemmas(props), "x0": cert.vector(x0),
-                    "B0_at_x0": cert.vector(plus), "B0_at_minus_x0": cert.vector(minus),
-                    "argument": ARGUMENT}
+            return cert.parity_point_at_infinity(_lemmas(props), x0, plus, minus)
     return None

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..certify import sublayers as certify
 from ..checker.rules import ray_limit as kernel
 from ..model.blocks import Block, Norm, exact_parts
 from ..numeric.ray_search import Search
@@ -40,7 +41,7 @@ def gated_rule_applies(block: Block) -> bool:
 
 
 def gated(block: Block) -> Decision:
-    return Decision(False, GATED_METHOD, {"kind": kernel.GATED_KIND},
+    return Decision(False, GATED_METHOD, certify.gated_jacobian(),
                     detail="its Jacobian at 0 is S; a bias-free plain gated stack's is 0")
 
 
@@ -88,7 +89,7 @@ def decide(block: Block) -> Decision:
             break  # clearly non-zero in floats: confirm it first
     proposals.sort(key=lambda p: -p[0])  # the clearest first; faint ones may still hold
     for _, x0, w in proposals[:CONFIRMS]:
-        cert = {"kind": kernel.KIND, "x0": [str(v) for v in x0], "w": [str(v) for v in w]}
+        cert = certify.ray_limit(x0, w)
         try:
             kernel.check(json, layer, cert)
         except (kernel.Invalid, ArithmeticError, ValueError, RecursionError):  # not confirmed

@@ -17,13 +17,13 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+from ..certify import sublayers as certify
 from ..model.blocks import Block, Claim, Matrix, Query, Skip, Spec, Statement
 from ..model.result import DECIDED, PROVED, REFUTED, Result, unknown
 from . import ray_limit
 from .decision import Decision
 from .family_facts import NEVER
 
-KIND = "normalised sublayer"
 PROJECTED, BARE = "projected block", "bare block"
 
 Decide = Callable[[Spec, Statement, str], Result]
@@ -110,7 +110,7 @@ def decide(spec: Spec, statement: Statement, engine: str, decide_block: Decide) 
 
 
 def _wrap(cert: dict[str, Any] | None, how: str) -> dict[str, Any] | None:
-    return None if cert is None else {"kind": KIND, "reduction": how, "certificate": cert}
+    return None if cert is None else certify.normalised_sublayer(how, cert)
 
 
 def _wrapped(result: Result, how: str) -> Result:

@@ -26,7 +26,7 @@ from fractions import Fraction
 from math import lcm
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import widths as cert
 from ..model import linalg
 from . import budget, lattice
 
@@ -103,11 +103,7 @@ def _solve(terms: list[linalg.Rows], target: linalg.Rows, timeout_ms: int,
     if not kernel:
         if all(c in (0, 1) for c in particular):
             return SubsetAnswer("found", tuple(i for i, c in enumerate(particular) if c == 1))
-        return SubsetAnswer("none", certificate={
-            "kind": "subset search", "method": "unique combination",
-            "coefficients": cert.vector(particular),
-            "argument": "the terms are linearly independent and the target's unique "
-                        "combination is not 0/1"})
+        return SubsetAnswer("none", certificate=cert.unique_combination(particular))
     if len(kernel) <= MAX_ENUMERATED_FREE:
         return _enumerate(columns, goal)
     rows = integer_rows(columns, goal)
@@ -155,11 +151,8 @@ def _separated(columns: list[linalg.Vec], goal: linalg.Vec, shape: tuple[int, in
     assert y is not None, "target outside the span must have a separating functional"
     rows, cols = shape
     grid = tuple(tuple(y[r * cols + c] for c in range(cols)) for r in range(rows))
-    return SubsetAnswer("none", certificate={
-        "kind": "separating functional", "Y": cert.matrix(grid),
-        "Y_dot_target": cert.q(linalg.dot(y, goal)),
-        "argument": "<Y, W_l> = 0 for every term and <Y, T> != 0: no real combination, "
-                    "hence no subset, reaches T"})
+    return SubsetAnswer("none",
+                        certificate=cert.separating_functional(grid, linalg.dot(y, goal)))
 
 
 def _reduced_system(columns: list[linalg.Vec], goal: linalg.Vec
@@ -185,10 +178,7 @@ def _enumerate(columns: list[linalg.Vec], goal: linalg.Vec) -> SubsetAnswer:
             c[p] = int(value)
         if ok:
             return SubsetAnswer("found", tuple(sorted(j for j, bit in c.items() if bit)))
-    return SubsetAnswer("none", certificate={
-        "kind": "subset search", "method": "enumeration", "free_coordinates": len(free),
-        "argument": f"all 2^{len(free)} 0/1 values of the free coordinates of the reduced "
-                    "system give a pivot coordinate outside {0, 1}"})
+    return SubsetAnswer("none", certificate=cert.enumeration(len(free)))
 
 
 def smtlib(reduced: linalg.Rows, q: int) -> str:
@@ -227,11 +217,7 @@ def _lattice_functional(columns: list[linalg.Vec], goal: linalg.Vec, y: linalg.V
         raise WrongSubset("internal error: the lattice functional does not separate the target")
     rows, cols = shape
     grid = tuple(tuple(y[r * cols + c] for c in range(cols)) for r in range(rows))
-    return SubsetAnswer("none", certificate={
-        "kind": "subset search", "method": "lattice functional", "Y": cert.matrix(grid),
-        "Y_dot_target": cert.q(linalg.dot(y, goal)),
-        "argument": "<Y, W_l> is an integer for every term and <Y, T> is not: no integer "
-                    "combination of the terms, hence no subset, reaches T"})
+    return SubsetAnswer("none", certificate=cert.lattice_functional(grid, linalg.dot(y, goal)))
 
 
 def _cpsat(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
@@ -270,10 +256,7 @@ def _cpsat(rows: list[list[int]], columns: list[linalg.Vec], goal: linalg.Vec,
         # solve() re-checks the subset exactly, as for every solver
         return SubsetAnswer("found", tuple(j for j in range(q) if solver.boolean_value(bits[j])))
     if status == cp_model.INFEASIBLE:
-        return SubsetAnswer("none", certificate={
-            "kind": "subset search", "method": "cp-sat", "terms": q, "equations": len(rows),
-            "argument": "the 0/1 system (one equation per matrix entry, scaled to integers) is "
-                        "infeasible; the checker re-solves its own encoding"})
+        return SubsetAnswer("none", certificate=cert.cp_sat(q, len(rows)))
     return SubsetAnswer("unknown", reason=f"CP-SAT: {solver.status_name(status).lower()} "
                                           f"(subset search over {q} terms)")
 
@@ -300,12 +283,7 @@ def _z3(columns: list[linalg.Vec], goal: linalg.Vec, timeout_ms: int) -> SubsetA
                        if z3.is_true(model.eval(z3.Bool(f"b{j}"), model_completion=True)))
         return SubsetAnswer("found", chosen)
     if verdict == z3.unsat:
-        # No solver text is stored: the checker encodes the system it re-derives itself and
-        # has z3 and cvc5 refute it (a stored text would be tied to nothing it checks).
-        return SubsetAnswer("none", certificate={
-            "kind": "subset search", "method": "smt",
-            "argument": "the 0/1 system is unsatisfiable; the checker re-solves its own "
-                        "encoding with z3 and cvc5"})
+        return SubsetAnswer("none", certificate=cert.smt())  # no solver text stored
     return SubsetAnswer("unknown", reason=f"z3: {solver.reason_unknown()} "
                                           f"(subset search over {q} terms)")
 

@@ -23,7 +23,7 @@ invertible, and random ones do with probability ≥ 1 − 2m/q per try; a singul
   biases, in J; keep D; the down bias absorbs the constant); it fails: no J (any 0/1
   solution would reduce to ĉ, hence be J).
 
-The refutation needs distinct live keys (the caller's residue keys, `large.key_classes`;
+The refutation needs distinct live keys (the caller's residue keys, `modular.key_classes`;
 d_i ≠ 0 also follows from det A ≠ 0); the witness needs nothing but the identity. Work: two
 products of m×d by d×m mod q, one LU of order m (as for the modular functional), and |J|·d²
 rational products for the exact identity.
@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ..certify import large as cert
+from ..checker.kernel.contract import SEED
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
 from . import modular
@@ -45,19 +47,10 @@ from .canonical import ridge
 from .decision import Decision, undecided
 
 METHOD = "§4 generic case + unique solution mod q"
-REFUTATION = "unique subset solution"
-CHECK = "own neurons, rows of J negated"
 PRIMES = 2  # a singular A mod q is tried mod the next prime, then the answer is None
-# The functionals' seed: fixed, so that the certificate needs no field for it (any seed that
-# makes A invertible gives the same solution, so a stored seed could not be checked). A
-# singular A has probability at most 2m/q per prime when K has full column rank.
-SEED = 0
-ARGUMENT = ("the m rows of U have pairwise different residue keys mod prime, so the m keys "
-            "are distinct; at width m the block is absorbable iff a subset J of the d_i u_i^T "
-            "sums to -S/(2a). Seen through the m random rank-one functionals of seed 0, the "
-            "m x m system is singular modulo every solve prime but the last and invertible "
-            "modulo the last, q: the system has at most one rational solution, and it "
-            "reduces mod q to the unique solution mod q")
+# The functionals' seed is the contract's SEED: fixed, so that the certificate needs no field
+# for it (any seed that makes A invertible gives the same solution, so a stored seed could not
+# be checked). A singular A has probability at most 2m/q per prime when K has full column rank.
 
 
 def decide(block: Block) -> Decision | None:
@@ -78,7 +71,7 @@ def decide(block: Block) -> Decision | None:
     factor = -1 / (2 * found.a)
     a = found.a
     return solve(block, lambda q: system(block, SEED, q, factor), Candidate(
-        METHOD, {"rule": "§4 generic case"}, ARGUMENT,
+        METHOD, cert.subset_fields(), cert.SUBSET_SYSTEM,
         lambda flips: identity_failure(block, flips, a),
         lambda flips: (witness_certificate(block, flips, a), flipped(block, flips, a))))
 
@@ -170,15 +163,17 @@ def system(block: Block, seed: int, q: int, factor: Fraction) -> np.ndarray | No
 
 def conclude(block: Block, solution: list[int], tried: list[int],
              candidate: Candidate) -> Decision:
-    common = {"kind": REFUTATION, **candidate.fields, "prime": modular.PRIME,
-              "solve_primes": tried, "argument": candidate.argument}
+    def refuted(**outcome: Any) -> dict[str, Any]:
+        return cert.unique_solution(candidate.fields, modular.PRIME, tried, candidate.argument,
+                                    **outcome)
+
     q = tried[-1]
     method = candidate.method
     wrong = next((i for i, v in enumerate(solution) if v > 1), None)
     if wrong is not None:
         if candidate.refutable:
             return undecided(f"the unique solution mod {q} is not 0/1, but {candidate.refutable}")
-        return Decision(False, method, {**common, "neuron": wrong + 1, "value": solution[wrong]},
+        return Decision(False, method, refuted(neuron=wrong + 1, value=solution[wrong]),
                         detail=f"the unique solution mod {q} has c_{wrong + 1} = "
                                f"{solution[wrong]}, not 0 or 1")
     flips = [i for i, v in enumerate(solution) if v == 1]
@@ -192,18 +187,13 @@ def conclude(block: Block, solution: list[int], tried: list[int],
         return Decision(True, method, certificate, witness=(layer,), detail=f"J = {shown}")
     if candidate.refutable:
         return undecided(f"the only candidate J = {shown} fails, but {candidate.refutable}")
-    return Decision(False, method, {**common, "flips": [i + 1 for i in flips],
-                                    "coordinate": list(failure)},
+    return Decision(False, method, refuted(flips=[i + 1 for i in flips],
+                                           coordinate=list(failure)),
                     detail=f"the only candidate J = {shown} fails at entry {failure}")
 
 
 def witness_certificate(block: Block, flips: list[int], a: Fraction) -> dict[str, Any]:
-    return {"kind": "witness", "check": CHECK, "width": block.width, "a": str(a),
-            "flips": [i + 1 for i in flips],
-            "argument": "negate the rows of U (and their up biases) listed in flips, keep D: "
-                        "by sigma(-z) = sigma(z) - 2az the block changes by -2a sum_J d_i "
-                        "l_i(x) = S x + a constant (the down bias absorbs it), since "
-                        "sum_J d_i u_i^T = -S/(2a) exactly"}
+    return cert.rows_negated(block.width, a, [i + 1 for i in flips])
 
 
 def flipped(block: Block, flips: list[int], a: Fraction) -> Layer:

@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ..certify import bodies as cert
+from ..certify import widths as cert
+from ..checker.kernel.contract import MAX_ENUMERATION
 from ..model import linalg
 from ..model.blocks import Layer, Matrix
 from . import progress, subset
 from .canonical import CanonicalForm, form_of_layer, normalise
 
 MAX_SIGN_ENUMERATION = 12  # k ≥ 1 sub-problems enumerate 2^singles sign vectors, always
-MAX_SIGNS_SMALL = 16         # and up to this many when the matrices are small (the checker's cap)
+# and up to MAX_ENUMERATION (the checker's cap, the contract's) when the matrices are small
 MAX_SIGN_WORK = 2**14 * 27   # 2^n·d·b·min(d, b): d = 3 up to 14 signs (checker re-walk 2.7 s)
 MAX_SUBPROBLEMS = 4000      # (Δ, k) pairs examined before the search gives up
 
@@ -108,7 +109,7 @@ def feasible(cf: CanonicalForm, delta: tuple[int, ...], k: int
             signs = tuple((i, -1 if i in negated else 1) for i in singles)
             return "found", Choice(signs, delta, 0, cost), {}, ""
         # The terms are W_ℓ Q for the singles, in this order, against −M_+ Q.
-        refutation = {**answer.certificate, "complement_basis": [cert.vector(q) for q in basis]}
+        refutation = cert.with_complement(answer.certificate, basis)
         return answer.status, None, refutation, answer.reason
     if not enumerable(len(singles), cf.dim, len(basis)):
         return "unknown", None, {}, (f"{len(singles)} single keys: too many sign vectors to "
@@ -116,10 +117,7 @@ def feasible(cf: CanonicalForm, delta: tuple[int, ...], k: int
     trial = low_rank_signs(cf, singles, basis, k)
     if trial is not None:
         return "found", Choice(tuple(trial.items()), delta, k, cost), {}, ""
-    return "none", None, {"kind": "subset search", "method": "sign enumeration",
-                          "complement_basis": [cert.vector(q) for q in basis],
-                          "argument": f"every one of the 2^{len(singles)} sign vectors gives "
-                                      f"rank(M_s Q) > {k}"}, ""
+    return "none", None, cert.sign_enumeration(basis, len(singles), k), ""
 
 
 def enumerable(n: int, d: int, b: int) -> bool:
@@ -128,7 +126,7 @@ def enumerable(n: int, d: int, b: int) -> bool:
     stays under MAX_SIGN_WORK (d = b = 3: 14 signs, d = b = 2: 15)."""
     if n <= MAX_SIGN_ENUMERATION:
         return True
-    return n <= MAX_SIGNS_SMALL and 2**n * d * b * min(d, b) <= MAX_SIGN_WORK
+    return n <= MAX_ENUMERATION and 2**n * d * b * min(d, b) <= MAX_SIGN_WORK
 
 
 def stall(cf: CanonicalForm) -> int | None:
@@ -332,24 +330,17 @@ def _layer(cf: CanonicalForm, neurons: list[tuple[linalg.Vec, linalg.Vec, Fracti
 
 
 def key_count_refutation(cf: CanonicalForm, width: int) -> dict[str, Any]:
-    return {"kind": "subset search", "method": "key count", "keys": cf.p, "width": width,
-            "canonical_form": cf.as_json(),
-            "argument": f"each of the {cf.p} keys of the canonical form needs its own neuron"}
+    return cert.key_count(cf.p, width, cf.as_json())
 
 
 def refutation(cf: CanonicalForm, width: int, found: Search) -> dict[str, Any]:
     """Certificate that no plain block of width ≤ `width` equals B."""
     if width < max(cf.p, 1):
         return key_count_refutation(cf, width)
-    return {"kind": "subset search", "method": "width search", "width": width,
-            "canonical_form": cf.as_json(), "cases": found.refuted,
-            "argument": "every (signs, doubles, spare pairs) choice of cost <= width is "
-                        "refuted case by case"}
+    return cert.width_search(width, cf.as_json(), found.refuted)
 
 
 def witness_certificate(cf: CanonicalForm, choice: Choice, layer: Layer,
                         width: int) -> dict[str, Any]:
-    # No choice or canonical form is stored: the checker recomputes both forms, and a field
-    # it does not check would be one a reader could not trust (docs/certificates.md).
-    return cert.witness([layer], width, "canonical forms equal")
+    return cert.canonical_forms_equal(layer, width)  # the checker recomputes both forms
 

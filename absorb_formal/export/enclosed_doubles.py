@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..decide import large
+from ..decide import doubles, spare
 from ..decide.canonical import ridge
 from ..model.blocks import Block, Matrix
 
@@ -70,7 +70,7 @@ def _rows_of(matrix: Matrix, rows: list[int]) -> list[list[Any]]:
     array = matrix.loaded
     if array is not None and array.dtype.kind == "f" and array.dtype.itemsize <= 8:
         return array[rows].astype(np.float64).tolist()
-    return [list(r) for r in large._exact_rows(matrix, rows)]
+    return [list(r) for r in doubles.exact_rows(matrix, rows)]
 
 
 def enclosures(block: Block, neurons: list[int]) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def rounded_doubles(block: Block, neurons: list[int], dtype: str) -> dict[str, A
     as `export.Rounded`: "up" (k × d, −u_i), "up_bias" (−β_i, when biased), "down" (W),
     "own_down" (d × k), "down_bias" (when biased), and "columns" (the listed neurons, as
     an int array, not rounded). Unsettled when more than EXACT_ROWS rows need exact values
-    and the block is beyond large.EXACT_DOUBLES, or Arb fails."""
+    and the block is beyond doubles.EXACT_DOUBLES, or Arb fails."""
     from .rounding import Rounded, round_matrix, round_values
 
     assert block.layers is not None
@@ -212,10 +212,10 @@ def rounded_doubles(block: Block, neurons: list[int], dtype: str) -> dict[str, A
     rounded = {name: round_balls(ball, dtype) for name, ball in balls.items()}
     unsettled_rows = sorted(set().union(*(np.flatnonzero(~s.all(axis=1)).tolist()
                                           for _, s, _ in rounded.values())))
-    if len(unsettled_rows) > EXACT_ROWS and k > large.EXACT_DOUBLES:
+    if len(unsettled_rows) > EXACT_ROWS and k > doubles.EXACT_DOUBLES:
         raise Unsettled(f"{len(unsettled_rows)} rows of the doubles witness lie too close to "
                         "a rounding boundary to round from enclosures, and the exact inverse "
-                        f"of order {k} is built only up to {large.EXACT_DOUBLES}")
+                        f"of order {k} is built only up to {doubles.EXACT_DOUBLES}")
     errors = {name: float(np.max(e[s], initial=0.0)) for name, (_, s, e) in rounded.items()}
     values = {name: v.copy() for name, (v, _, _) in rounded.items()}
     for r, exact in _exact_rows(block, neurons, unsettled_rows).items():
@@ -230,7 +230,7 @@ def rounded_doubles(block: Block, neurons: list[int], dtype: str) -> dict[str, A
     up = layer.up.loaded
     # 0 − u, not −u: a zero stays +0, as the exact witness rounds it
     out["up"] = round_matrix(Matrix(array=0 - up[neurons]) if up is not None else
-                             Matrix([[-v for v in row] for row in large._exact_rows(
+                             Matrix([[-v for v in row] for row in doubles.exact_rows(
                                  layer.up, neurons)]), dtype)
     if layer.up_bias is not None:
         out["up_bias"] = round_values([-layer.up_bias[i] for i in neurons], (k,), dtype)
@@ -249,12 +249,12 @@ def _exact_rows(block: Block, neurons: list[int], rows: list[int]
     ridge_ = ridge(block.activation)
     assert ridge_ is not None
     a = Fraction(ridge_.a)
-    ups = large._fmpq(large._exact_rows(layer.up, neurons)).transpose()
+    ups = spare.fmpq(doubles.exact_rows(layer.up, neurons)).transpose()
     skip = [list(r) for r in block.skip.rows()]
     betas = [layer.up_bias[i] for i in neurons] if layer.up_bias is not None else None
     out = {}
     for r in rows:
-        rhs = large._fmpq([[Fraction(v) * (-1 / (2 * a))] for v in skip[r]])
+        rhs = spare.fmpq([[Fraction(v) * (-1 / (2 * a))] for v in skip[r]])
         solved = ups.solve(rhs)
         w = [Fraction(int(solved[j, 0].p), int(solved[j, 0].q)) for j in range(len(neurons))]
         own = layer.down.exact_row(r)

@@ -53,10 +53,12 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..certify import documents as proofs
-from ..decide import large
+from ..checker.kernel.contract import Check
+from ..decide import doubles, large
 from ..decide.concrete import MinWidth, too_large
 from ..decide.decision import Decision
 from ..decide.dispatch import _minimal, concrete_decision
+from ..decide.spare import upper_bound
 from ..model.blocks import Block, Layer, Matrix
 from ..model.memory import EXACT_BYTES, export_bytes, refusal
 from ..numeric.backends import NumpyBackend, forward
@@ -146,8 +148,8 @@ def alternatives(found: Witness, engine: str = "theory") -> list[Witness]:
     """`found`, then the wider exact constructions that may replace it: the spare pairs at
     m + 2·rank S after doubles at m + d (docs/rules.md §4) when `found.widen`."""
     out = [found]
-    if found.widen and found.construction == large.DOUBLES:
-        spare = large.upper_bound(found.block)
+    if found.widen and found.construction == Check.DOUBLES:
+        spare = upper_bound(found.block)
         decision, clash = concrete_decision(found.block, spare, engine)
         if not clash and decision.absorbable and decision.method == large.METHOD:
             out.append(Witness(found.block, spare, decision, None, found.width_note))
@@ -160,7 +162,7 @@ def _why_no_witness(decision: Decision) -> str:
     large block proved without one."""
     parts = (decision.certificate or {}).get("per_layer") or []
     for n, part in enumerate(parts, start=1):
-        if isinstance(part, dict) and part.get("check") == large.LINEAR:
+        if isinstance(part, dict) and part.get("check") == Check.LINEAR_NEURONS:
             return (f"layer {n}'s linear neurons have the down weights p/σ(γ) with "
                     f"σ(γ) = {part.get('sigma_gamma')}, which is not rational; the layer "
                     "alone exports, as the rounded construction")
@@ -260,21 +262,21 @@ def rounded_arrays(layers: Sequence[Layer], dtype: str) -> dict[str, Rounded]:
 
 def construction_arrays(block: Block, dtype: str, certificate: dict[str, Any] | None = None
                         ) -> dict[str, Rounded]:
-    """A large block's construction (`certificate`'s; None: `large.construction`'s), rounded:
+    """A large block's construction (`certificate`'s; None: `spare.construction`'s), rounded:
     its own arrays as arrays (no Fraction per weight), then the neurons `large.added_neurons`
     adds, exactly rounded. Doubles also replace some own down columns and the down bias;
     their weights are rounded from enclosures of the exact ones (`enclosed_doubles`: the
-    same bits, without the exact inverse); large.TooWide when that cannot settle them."""
+    same bits, without the exact inverse); doubles.TooWide when that cannot settle them."""
     assert block.layers is not None
     layer = block.layers[0]
     added: dict[str, Any]
-    if certificate is not None and certificate.get("check") == large.DOUBLES:
+    if certificate is not None and certificate.get("check") == Check.DOUBLES:
         from .enclosed_doubles import Unsettled, rounded_doubles
 
         try:
             added = rounded_doubles(block, [int(i) for i in certificate["neurons"]], dtype)
         except Unsettled as error:
-            raise large.TooWide(str(error)) from None
+            raise doubles.TooWide(str(error)) from None
     else:
         added = {name: round_values(v.ravel().tolist(), v.shape, dtype)
                  for name, v in large.added_neurons(block, certificate).items()}
@@ -692,7 +694,7 @@ class Choice:
 def built(found: Witness, dtype: str, points: int | None
           ) -> tuple[dict[str, Rounded], dict[str, str]]:
     """The witness rounded to `dtype` and padded to its width, and its sample figures;
-    large.TooWide when a doubles construction cannot be rounded (`enclosed_doubles`)."""
+    doubles.TooWide when a doubles construction cannot be rounded (`enclosed_doubles`)."""
     rounded = padded(rounded_arrays(balanced(found.block, found.layers), dtype)
                      if found.layers is not None
                      else construction_arrays(found.block, dtype, found.decision.certificate),
@@ -727,7 +729,7 @@ def choose(found: Witness, dtype: str, points: int | None, max_error: float,
             continue
         try:
             rounded, figures = built(option, dtype, points)
-        except large.TooWide as error:
+        except doubles.TooWide as error:
             passed.append(f"{label} was not built ({error})")
             continue
         made.append((option, rounded, figures))
@@ -739,8 +741,8 @@ def choose(found: Witness, dtype: str, points: int | None, max_error: float,
                           f"{max_error:.3g} allowed (--max-error {off * 1.1:.2g} accepts it)")
     if not made:
         hint = ""
-        if found.construction == large.DOUBLES and not found.widen:
-            hint = (f"; --width {large.upper_bound(found.block)} exports the spare-pair "
+        if found.construction == Check.DOUBLES and not found.widen:
+            hint = (f"; --width {upper_bound(found.block)} exports the spare-pair "
                      "construction")
         raise ExportError("; ".join(passed) + hint)
     if prefer == "width":

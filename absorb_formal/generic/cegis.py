@@ -17,6 +17,7 @@ import random
 from fractions import Fraction
 from typing import Any
 
+from ..certify import bodies as cert
 from ..decide import budget
 from ..decide.lemmas import properties
 from ..model.blocks import Block
@@ -206,10 +207,8 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
         if verdict == z3.unsat:
             stored = text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
                                   "(set-info :status unsat)", 1)
-            return "not absorbable", {
-                "kind": "finite point set", "width": width,
-                "points": [[str(v) for v in p] for p in points], "smtlib": stored,
-                "argument": "no plain block of this width matches B at these points"}, ""
+            return "not absorbable", cert.finite_point_set(
+                width, [[str(v) for v in p] for p in points], stored), ""
         if verdict != z3.sat:
             return "unknown", {}, f"synthesis: {_why(solver)}"
         model = solver.model()

@@ -49,9 +49,8 @@ def at_width(block: Block, width: int) -> Decision:
         return _polynomial_witness(block, width, found)
     layers = found["layers"]
     stack = tuple(_layer(layer) for layer in layers)
-    return Decision(True, method, cert.witness(
-        stack, width, "smt: no point where P differs from B", smtlib=found["smtlib"]),
-        witness=stack, detail="synthesised and verified")
+    return Decision(True, method, cert.synthesised_witness(stack, width, found["smtlib"]),
+                    witness=stack, detail="synthesised and verified")
 
 
 def _layer(layer: dict[str, Any]) -> Layer:
@@ -77,10 +76,8 @@ def _polynomial_witness(block: Block, width: int, found: dict[str, Any]) -> Deci
     stack = tuple(_layer(encode.map_layer(layer, lambda v: v["rational"]))
                   for layer in layers_json) if rational else None
     shown = [encode.map_layer(layer, lambda v: v.get("rational", v)) for layer in layers_json]
-    return Decision(True, POLY_METHOD, {"kind": "witness", "width": width, "layers": shown,
-                                        "check": "polynomial identity"},
-                    witness=stack, detail="exact " + ("rational" if rational else "algebraic")
-                    + " solution")
+    return Decision(True, POLY_METHOD, cert.polynomial_witness(width, shown), witness=stack,
+                    detail="exact " + ("rational" if rational else "algebraic") + " solution")
 
 
 def identity_holds(block: Block, layers: list[dict[str, Any]]) -> bool:
@@ -112,7 +109,7 @@ def minimal_width(block: Block) -> tuple[int | None, dict[str, Any] | None, str]
         if decision.absorbable is None:
             return None, None, decision.reason
         if decision.absorbable:
-            return w, {"kind": "minimal width", "width": w, "witness": decision.certificate,
-                       "below": below.certificate if below else None}, ""
+            return w, cert.minimal_width(w, decision.certificate,
+                                         below.certificate if below else None), ""
         below = decision
     return None, None, f"not absorbable up to width {MAX_MIN_WIDTH_SEARCH}"

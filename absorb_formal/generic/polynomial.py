@@ -16,6 +16,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..certify import bodies as cert
 from ..decide import budget
 from ..decide.lemmas import properties
 from ..model import linalg
@@ -126,22 +127,12 @@ def solve(block: Block, width: int) -> tuple[str, dict[str, Any], str]:
     basis = sp.groebner(equations, *symbols, order="grevlex")
     if list(basis.exprs) == [1]:
         found = cofactors(equations, symbols)
-        common = {"kind": "Nullstellensatz", "width": width,
-                  "unknowns": [str(s) for s in symbols],
-                  "equations": [poly_json(f, symbols) for f in equations]}
-        if found is not None:
-            return "not absorbable", {
-                **common, "method": "cofactors",
-                "cofactors": [poly_json(h, symbols) if h != 0 else [] for h in found],
-                "argument": "sum_j h_j f_j = 1: the coefficient-matching equations have no "
-                            "common solution, even over C"}, ""
         # No cofactors of low degree (they exist, but cost minutes of dense algebra): the
-        # reduced Gröbner basis [1] is the certificate; the checker recomputes it (it is [1]
-        # in every monomial order, so none is named).
-        return "not absorbable", {
-            **common, "method": "groebner basis",
-            "argument": "the reduced Groebner basis of the equations is [1]: no common "
-                        "solution, even over C"}, ""
+        # reduced Gröbner basis [1] is the certificate, which the checker recomputes.
+        return "not absorbable", cert.nullstellensatz(
+            width, [str(s) for s in symbols], [poly_json(f, symbols) for f in equations],
+            None if found is None else [poly_json(h, symbols) if h != 0 else [] for h in found]
+        ), ""
     return _nlsat(equations, symbols, width)
 
 
@@ -157,13 +148,10 @@ def _nlsat(equations: list[sp.Expr], symbols: list[sp.Symbol],
     solver.from_string(text)
     verdict = solver.check()
     if verdict == z3.unsat:
-        return "not absorbable", {
-            "kind": "real infeasibility", "width": width,
-            "unknowns": [str(s) for s in symbols],
-            "equations": [poly_json(f, symbols) for f in equations],
-            "smtlib": text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
-                                   "(set-info :status unsat)", 1),
-            "argument": "the coefficient-matching equations have no real solution"}, ""
+        return "not absorbable", cert.real_infeasibility(
+            width, [str(s) for s in symbols], [poly_json(f, symbols) for f in equations],
+            text.replace("(set-logic QF_NRA)", "(set-logic QF_NRA)\n"
+                         "(set-info :status unsat)", 1)), ""
     if verdict == z3.sat:
         model = solver.model()
         values = {}

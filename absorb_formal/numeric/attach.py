@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TextIO
 
+from ..checker.kernel.contract import Kind
 from ..model.blocks import Block
 from ..model.result import ERROR, Result
 from .backends import Backend
@@ -29,7 +30,7 @@ def attach(block: Block, result: Result, options: Options, width: int | None) ->
     extra = dict(result.extra)
     verdict = result.verdict
     checked, certificate = block, result.certificate
-    if block.norm is not None and certificate.get("kind") == "normalised sublayer":
+    if block.norm is not None and certificate.get("kind") == Kind.NORMALISED_SUBLAYER:
         # post-norm (Lemma P): the witness replaces the reduced block; N is applied to both
         from ..decide.sublayer import reduced
 

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..checker.kernel.contract import CONSTRUCTIONS, FLIP_RULES, Check, Kind
 from ..decide import progress
 from ..model.blocks import Block
 from .backends import CHUNK, Backend
@@ -72,7 +73,6 @@ class CrossCheck:
 
 
 _WEIGHTS = ("up", "gate", "down")  # matrices: nothing below them holds a witness
-STACK = "each layer absorbed by its own certificate"  # decide/concrete.per_layer_stack
 
 
 def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]:
@@ -89,7 +89,7 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
 
     def walk(node: Any, example: FloatBlock | None, of: Block) -> None:
         if isinstance(node, dict):
-            if node.get("check") == STACK and of.layers is not None \
+            if node.get("check") == Check.LAYERS_ABSORBED and of.layers is not None \
                     and isinstance(node.get("per_layer"), list):
                 # each layer's own certificate, against that layer alone (equal layers
                 # compose to equal stacks)
@@ -100,16 +100,18 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
             if "example" in node and isinstance(node["example"], dict):
                 walk(node["example"].get("witness"),
                      with_layers(of, node["example"]["layers"]), of)
-            if node.get("kind") == "witness":
+            if node.get("kind") == Kind.WITNESS:
+                # large blocks' witnesses store no layers: rebuilt from the block (doubles:
+                # Δ; the unique solution's flips: J; the other constructions: nothing more)
                 reference = example or own()
                 if reference is not None and "layers" in node:
                     found.append((reference, plain_from_json(of, node["layers"])))
-                elif reference is not None and node.get("check") == DOUBLES:
+                elif reference is not None and node.get("check") == Check.DOUBLES:
                     found.append((reference, doubled(of, reference, node)))
+                elif reference is not None and node.get("check") == Check.ROWS_NEGATED:
+                    found.append((reference, flipped(of, reference, node)))
                 elif reference is not None and node.get("check") in CONSTRUCTIONS:
                     found.append((reference, construction(of, reference)))
-                elif reference is not None and node.get("check") == FLIPS:
-                    found.append((reference, flipped(of, reference, node)))
             for key, value in node.items():
                 if key != "example" and key not in _WEIGHTS:
                     walk(value, example, of)
@@ -121,16 +123,9 @@ def pairs(block: Block, certificate: Any) -> list[tuple[FloatBlock, FloatBlock]]
     return found
 
 
-# Large blocks' witnesses store no layers: the block's own neurons plus those a construction
-# adds (decide/large.py), rebuilt here in floats.
-CONSTRUCTIONS = ("own neurons + spare pairs", "own neurons + linear neurons",
-                 "own neurons + square quadruples", "own neurons + square pairs")
-DOUBLES = "own neurons + doubles"
-
-
 def doubled(block: Block, reference: FloatBlock, certificate: dict[str, Any]) -> FloatBlock:
-    """The doubles construction of a large block (decide/large.py) in floats, from the
-    certificate's neurons Δ: W = −S U_Δ⁻¹/(2a) by a float64 solve (any d; `large` builds it
+    """The doubles construction of a large block (decide/doubles.py) in floats, from the
+    certificate's neurons Δ: W = −S U_Δ⁻¹/(2a) by a float64 solve (any d; `doubles` builds it
     exactly only for export), own down columns d_i − w_i, new neurons (−u_i, −β_i, w_i), down
     bias c + 2a·W β_Δ. Float error about cond(U_Δ)·eps, far below the tolerance for the
     well-conditioned U_Δ of trained and random blocks; a wrong Δ or sign is off by O(1)."""
@@ -155,9 +150,6 @@ def doubled(block: Block, reference: FloatBlock, certificate: dict[str, Any]) ->
         out["up_bias"] = np.concatenate([layer["up_bias"], -betas])
         out["down_bias"] = layer["down_bias"] + 2 * a * (w @ betas)
     return FloatBlock(reference.scalar, reference.gated, reference.dim, 0.0, None, (out,))
-
-
-FLIPS = "own neurons, rows of J negated"  # decide/unique_subset.py: J stored, not the layers
 
 
 def flipped(block: Block, reference: FloatBlock, node: dict[str, Any]) -> FloatBlock:
@@ -192,17 +184,17 @@ def flip_set(own: dict[str, np.ndarray], rule: str, value: float, flips: list[in
     (c′ = c + 2a Σ_J γ_i β_i d_i); Og(c) the gate rows, γ_i and d_i (c′ = c + 2c Σ_J β_i d_i;
     bias-free glu: the gate rows and d_i, no bias)."""
     layer = {name: array.copy() for name, array in own.items()}
-    keyed = "up" if rule == "§8.2 relu^2" else "gate"
+    keyed = "up" if rule == FLIP_RULES["relu^2"] else "gate"
     layer[keyed][flips] *= -1
-    if rule != "§8.2 gated O(a)+N":
+    if rule != FLIP_RULES["gated O(a)+N"]:
         layer["down"][:, flips] *= -1
     if "up_bias" not in own:  # a bias-free glu block (§5): its witness has no biases either
         return layer
     beta = own["up_bias"][flips]
     layer[keyed + "_bias"][flips] *= -1
-    if rule == "§8.2 relu^2":
+    if rule == FLIP_RULES["relu^2"]:
         factor = beta * beta
-    elif rule == "§8.2 Og(c)":
+    elif rule == FLIP_RULES["Og(c)"]:
         factor = 2 * value * beta
     else:
         factor = 2 * value * own["gate_bias"][flips] * beta
@@ -211,8 +203,8 @@ def flip_set(own: dict[str, np.ndarray], rule: str, value: float, flips: list[in
 
 
 def construction(block: Block, reference: FloatBlock) -> FloatBlock:
-    """The plain block of a large block's construction: the reference's own (live) neurons,
-    then `large.added_neurons`, skip 0."""
+    """The plain block of a large block's construction (decide/spare.py): the reference's own
+    (live) neurons, then `large.added_neurons`, skip 0."""
     from ..decide import large
 
     # By object identity: the d² entries for S = cI are a few shared Fractions (hashing a

@@ -8,16 +8,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from absorb_formal.decide import large
+from absorb_formal.checker.kernel.contract import CONSTRUCTIONS, Check
 from absorb_formal.language import load_file
 from absorb_formal.model.result import PROVED, REFUTED
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.crosscheck import (
-    CONSTRUCTIONS,
-    DOUBLES,
-    FLIPS,
     MIN_POINTS,
-    STACK,
     TOLERANCE,
     construction,
     doubled,
@@ -74,13 +70,13 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path, corpus
             block = reduced(block)[0]
         for witness in _witnesses(certificate):
             x = np.random.default_rng(0).normal(size=(1000, block.dim)) * 3
-            if witness.get("check") == large.CONSTRUCTION:  # large blocks: no stored layers
+            if witness.get("check") == Check.SPARE_PAIRS:  # large blocks: no stored layers
                 assert np.allclose(_spare_pairs(block, witness, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
                 continue
-            if witness.get("check") in (DOUBLES, FLIPS):  # large blocks: Δ or J, no layers
+            if witness.get("check") in (Check.DOUBLES, Check.ROWS_NEGATED):  # large: Δ or J stored
                 reference = from_block(block)
-                plain = (doubled(block, reference, witness) if witness["check"] == DOUBLES
+                plain = (doubled(block, reference, witness) if witness["check"] == Check.DOUBLES
                          else flipped(block, reference, witness))
                 assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
@@ -90,7 +86,7 @@ def test_outcomes_meet_expectations_and_witnesses_compute_the_block(path, corpus
                 assert np.allclose(NumpyBackend().evaluate(plain, x), block.evaluate(x),
                                    rtol=1e-9, atol=1e-9)
                 continue
-            if witness.get("check") == STACK:  # a certificate per layer, each vs its layer
+            if witness.get("check") == Check.LAYERS_ABSORBED:  # a certificate per layer
                 layers = pairs(block, witness)
                 assert len(layers) == block.depth, witness
                 for reference, plain in layers:

@@ -17,6 +17,7 @@ import pytest
 
 from absorb_formal.certify import documents as proofs
 from absorb_formal.checker.dispatch import verify
+from absorb_formal.checker.kernel.contract import Check
 from absorb_formal.decide import decide
 from absorb_formal.language.load import load_file
 from absorb_formal.model.blocks import Block, Skip
@@ -187,7 +188,7 @@ def test_degree_two_polynomials_need_pairs_not_quadruples(tmp_path, coeffs, skip
     text = _block_text("P", act, 2, 3, skip, [layer])
     text += f"claim P is absorbable at width {width}\n"
     [(spec, _, result, doc)] = _decide(tmp_path, text)
-    assert result.outcome == PROVED and doc["certificate"]["check"] == large.SQUARE_PAIRS
+    assert result.outcome == PROVED and doc["certificate"]["check"] == Check.SQUARE_PAIRS
     assert verify(doc).status == "valid"
     block = spec.blocks["P"]
     assert _agrees(block, [large.witness_layer(block)], rng)

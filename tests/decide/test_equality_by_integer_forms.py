@@ -15,6 +15,7 @@ import pytest
 
 from absorb_formal.certify import documents as proofs
 from absorb_formal.checker import verify
+from absorb_formal.checker.kernel.contract import Kind
 from absorb_formal.checker.readers.reading import Reading, spec_location
 from absorb_formal.cli.check import check_document
 from absorb_formal.decide import equivalence, integer_forms
@@ -333,7 +334,7 @@ def big_docs(tmp_path_factory):
 def test_large_blocks_are_compared_and_the_checker_reads_the_files(big_docs):
     for path, doc in big_docs:
         assert isinstance(doc["blocks"]["A"]["layers"], dict)  # stored by source
-        assert doc["certificate"]["kind"] == integer_forms.KIND
+        assert doc["certificate"]["kind"] == Kind.INTEGER_CANONICAL_FORMS
         assert check_document(path)[0].status == "valid"
     refuted = big_docs[1][1]["certificate"]
     assert refuted["equal"] is False and refuted["difference"]["part"] == "Lambda"
@@ -368,7 +369,8 @@ def test_a_forged_verdict_or_difference_is_rejected(big_docs):
     w_ne = Reading(spec_location(unequal, p_ne)).weights(unequal)
     forged = copy.deepcopy(unequal)
     forged["outcome"] = "proved"
-    forged["certificate"] = {"kind": integer_forms.KIND, "equal": True, "keys": [BIG_M, BIG_M]}
+    forged["certificate"] = {"kind": Kind.INTEGER_CANONICAL_FORMS, "equal": True,
+                             "keys": [BIG_M, BIG_M]}
     assert verify(forged, w_ne).status == "invalid"
     forged = copy.deepcopy(equal)
     forged["outcome"] = "refuted"
@@ -411,7 +413,7 @@ def test_the_export_round_trip_is_proved_beyond_the_exact_work_limit(tmp_path):
     spec.write_text(block + snippet + "claim R equals R_plain\n", encoding="utf-8")
     loaded = load_file(spec)
     equal, certificate, reason = api.equal_blocks(loaded.blocks["R"], loaded.blocks["R_plain"])
-    assert (equal, reason) == (True, "") and certificate["kind"] == integer_forms.KIND
+    assert (equal, reason) == (True, "") and certificate["kind"] == Kind.INTEGER_CANONICAL_FORMS
     run = run_cli("--certificates", tmp_path / "certs", spec)
     assert run.code == 0 and "proved: R equals R_plain" in run.out, run.out + run.err
     [path] = (tmp_path / "certs").glob("*.json")

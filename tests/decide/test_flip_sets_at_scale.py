@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from absorb_formal.checker import verify
 from absorb_formal.checker.kernel import modlu
-from absorb_formal.decide import flips_large, unique_subset
+from absorb_formal.checker.kernel.contract import FLIP_RULES, Check, Kind
+from absorb_formal.decide import flips_large
 from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
 
@@ -163,10 +164,10 @@ def test_a_generic_biased_block_is_refuted_at_its_own_width_and_below(tmp_path, 
     for n, (path, doc) in enumerate(checked(tmp_path, 2)):
         cert = doc["certificate"]
         if n == 0:
-            assert cert["kind"] == unique_subset.REFUTATION and "neuron" in cert
+            assert cert["kind"] == Kind.UNIQUE_SUBSET_SOLUTION and "neuron" in cert
         else:
             assert cert["kind"] == "key count" and cert["keys"] == M, cert
-        assert cert["rule"] == flips_large.RULES[
+        assert cert["rule"] == FLIP_RULES[
             "relu^2" if act == "relu^2" else "Og(c)" if act == "glu" else "gated O(a)+N"]
         every_leaf_is_checked(path, doc)
 
@@ -182,7 +183,7 @@ def test_a_planted_flip_set_is_proved_and_checked(tmp_path, cli, monkeypatch, ac
     assert [r["outcome"] for r in results] == ["proved", "proved"], results
     assert results[0]["crosscheck"]["max_rel_error"] < 1e-12, results[0]
     for path, doc in checked(tmp_path, 2):
-        assert doc["certificate"]["check"] == unique_subset.CHECK
+        assert doc["certificate"]["check"] == Check.ROWS_NEGATED
         assert doc["certificate"]["flips"] == [P1 + 1, P2 + 1]
         every_leaf_is_checked(path, doc)
     assert cli("check", "certs").code == 0
@@ -271,7 +272,7 @@ def test_forged_witnesses_and_rules_are_invalid(tmp_path, cli, monkeypatch):
           "claim Big is absorbable\n")
     path, doc = doc_at(tmp_path, 0)
     read = weights(path, doc)
-    witness = {"kind": "witness", "check": unique_subset.CHECK, "width": M,
+    witness = {"kind": "witness", "check": Check.ROWS_NEGATED, "width": M,
                "rule": "§8.2 gated O(a)+N", "constant": "1/2", "flips": [P1 + 1, P2 + 1],
                "argument": ""}
     forged = {**copy.deepcopy(doc), "outcome": "proved", "certificate": witness}
@@ -331,7 +332,7 @@ def test_a_bias_free_glu_block_is_decided_at_scale(tmp_path, cli, monkeypatch, d
     assert results[0]["method"] == flips_large.METHOD, results[0]
     (path, doc), (_, above) = checked(tmp_path, 2)
     cert = doc["certificate"]
-    assert cert["rule"] == flips_large.RULES["Og(c)"]
+    assert cert["rule"] == FLIP_RULES["Og(c)"]
     if plant is not None:
         assert cert["flips"] == [P1 + 1, P2 + 1], cert
     every_leaf_is_checked(path, doc)

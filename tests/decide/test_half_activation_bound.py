@@ -12,6 +12,7 @@ from fractions import Fraction as F
 import pytest
 
 from absorb_formal.checker.dispatch import family_truth, not_absorbable
+from absorb_formal.checker.kernel.contract import Kind
 from absorb_formal.checker.rules import half_activation as checker_half
 from absorb_formal.decide import concrete, families
 from absorb_formal.decide import half_activation as H
@@ -198,7 +199,7 @@ def test_a_stack_below_2d_is_refuted_and_its_min_width_decided_when_the_bounds_m
     assert found.found or found.bounds is not None
     if found.found:
         assert found.value == 4 and found.method == H.STACK_METHOD
-        assert found.certificate["below"]["kind"] == H.KIND
+        assert found.certificate["below"]["kind"] == Kind.HALF_ACTIVATION_BOUND
     else:
         assert found.bounds[0] == 4
 

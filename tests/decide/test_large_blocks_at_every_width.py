@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from absorb_formal.checker import verify
+from absorb_formal.checker.kernel.contract import Check
 from absorb_formal.checker.readers.reading import Reading, spec_location
 from absorb_formal.cli.check import check_document
-from absorb_formal.decide import large
+from absorb_formal.decide import doubles, large, modular, spare
 from absorb_formal.language.load import load_text
 from absorb_formal.model.blocks import Matrix, Skip
 
@@ -102,14 +103,14 @@ def test_residue_keys_agree_with_exact_lines(rows, live_columns, p):
     lines = exact_lines([list(r) for r in up.rows])
     alone = [x is not None and lines.count(x) == 1 for x in lines]
     want_live = sum(a and live_columns[i] for i, a in enumerate(alone))
-    found = large.key_classes(up, down)
+    found = modular.key_classes(up, down)
     assert found is not None
     assert found.live == want_live
     assert found.distinct == all(alone)
     prime = [2, 3, 5, 7, 11, 13, 17][p - 1]
     if prime == 2:
         return
-    mod = large.key_classes(up, down, prime)
+    mod = modular.key_classes(up, down, prime)
     if mod is not None:  # None: an entry is a multiple of the prime
         assert mod.live <= want_live and (not mod.distinct or all(alone))
 
@@ -119,13 +120,13 @@ def test_parallel_rows_get_no_distinct_keys(factor):
     up = Matrix([[Fraction(1), Fraction(2)], [Fraction(factor), Fraction(2 * factor)],
                  [Fraction(1), Fraction(3)]])
     down = Matrix([[Fraction(1)] * 3])
-    found = large.key_classes(up, down)
+    found = modular.key_classes(up, down)
     assert found is not None and not found.distinct and found.live == 1
 
 
 def test_a_multiple_of_p_is_not_trusted():
     up = Matrix([[Fraction(large.PRIME), Fraction(1)], [Fraction(1), Fraction(1)]])
-    assert large.key_classes(up, Matrix([[Fraction(1)] * 2])) is None
+    assert modular.key_classes(up, Matrix([[Fraction(1)] * 2])) is None
 
 
 # ---- the bf16 block: own width, key count, construction, bounds ----------------------------
@@ -170,8 +171,8 @@ def test_width_bounds_at_both_ends(bounded):
     tmp_path, results = bounded
     assert [r["outcome"] for r in results] == ["proved", "unknown", "unknown", "proved",
                                                "proved"]
-    assert results[0]["certificate"]["check"] == large.CONSTRUCTION
-    assert results[4]["certificate"]["check"] == large.DOUBLES
+    assert results[0]["certificate"]["check"] == Check.SPARE_PAIRS
+    assert results[4]["certificate"]["check"] == Check.DOUBLES
     assert results[4]["method"] == large.METHOD_DOUBLES
     assert results[2]["min_width_bounds"] == [M + 1, M + D], results[2]
     assert f"between {M + 1} and {M + D}" in results[2]["reason"]
@@ -255,7 +256,7 @@ def test_witness_arrays_equal_the_block(skip, bias, act):
     block = spec.blocks["B"]
     up, down, up_bias, down_bias = large.witness_arrays(block)
     rank = {"identity": 2, "3/2": 2, "[[1, 2], [3, 4]]": 2, "[[0, 2], [0, -1]]": 1}.get(skip, 0)
-    assert up.shape[0] == large.upper_bound(block) == 3 + 2 * rank
+    assert up.shape[0] == spare.upper_bound(block) == 3 + 2 * rank
     sigma = block.activation.scalar.exact
     rng = np.random.default_rng(1)
     for _ in range(12):
@@ -422,7 +423,7 @@ def test_a_large_construction_exports_its_own_arrays_and_the_added_neurons(tmp_p
     block = bf16_block(tmp_path) if kind == "spare pairs" else gated_block(tmp_path, "reglu")
     (tmp_path / "big.mlp").write_text(block, encoding="utf-8")
     spec = load_text(block, "big.mlp", tmp_path).blocks["Big"]
-    width = large.upper_bound(spec) if kind == "spare pairs" else 1000
+    width = spare.upper_bound(spec) if kind == "spare pairs" else 1000
     run = cli("export", "big.mlp", "Big", "--width", str(width), "--out", "plain.safetensors",
               "--points", "100")
     assert run.code == 0, run.err
@@ -453,7 +454,7 @@ def test_the_cross_check_rebuilds_a_construction_and_catches_a_wrong_one(monkeyp
 }
 """, "t.mlp", __import__("pathlib").Path("."))
     block = spec.blocks["B"]
-    certificate = large.spare_certificate(block)
+    certificate = spare.spare_certificate(block)
     good = crosscheck(block, certificate, 2000, NumpyBackend())
     assert good is not None and good.ok and good.max_rel_error < 1e-14
     real = large.added_neurons
@@ -563,9 +564,9 @@ def test_the_doubles_witness_equals_the_block(skip, bias, act):
     down = [[0, -2, 1/3, 1], [0, 5, -1, 2]]
 }}
 """, "t.mlp", __import__("pathlib").Path(".")).blocks["B"]
-    assert large.doubles_width(block) == 6 < large.upper_bound(block) == 8
+    assert large.doubles_width(block) == 6 < spare.upper_bound(block) == 8
     width, cert = large.narrowest(block)
-    assert width == 6 and cert["check"] == large.DOUBLES and cert["neurons"] == [0, 2]
+    assert width == 6 and cert["check"] == Check.DOUBLES and cert["neurons"] == [0, 2]
     fields = large.witness_fields(block, None, cert)
     assert fields["up"].shape == (6, 2)
     rng = np.random.default_rng(2)
@@ -597,9 +598,9 @@ def test_rows_of_u_of_rank_below_d_get_no_doubles(tmp_path):
     """U of rank d − 1: no d independent rows, so the upper bound stays m + 2d (spare pairs),
     width m + d stays open, and a forged doubles certificate is refused (det U_Δ = 0)."""
     block = loaded(tmp_path, doubles_block(tmp_path, act="gelu", rank_up=DD - 1))
-    assert large.find_doubles(block.layers[0].up) is None
+    assert doubles.find_doubles(block.layers[0].up) is None
     found = large.bounds(block)
-    assert found.hi == DM + 2 * DD and found.above["check"] == large.CONSTRUCTION
+    assert found.hi == DM + 2 * DD and found.above["check"] == Check.SPARE_PAIRS
     assert large.decide(block, DM + DD).absorbable is None
     assert large.decide(block, DM + 2 * DD).absorbable is True
 
@@ -610,7 +611,7 @@ def test_the_first_dependent_rows_give_way_to_pivot_rows(tmp_path):
     data = dict(np.load(tmp_path / "w.npz"))
     data["up"][1] = data["up"][0]
     np.savez(tmp_path / "w.npz", **data)
-    found = large.find_doubles(loaded(tmp_path, text).layers[0].up)
+    found = doubles.find_doubles(loaded(tmp_path, text).layers[0].up)
     assert found is not None and 1 not in found.neurons and found.neurons[0] == 0
     assert len(found.neurons) == DD and found.neurons == sorted(found.neurons)
 
@@ -632,11 +633,11 @@ def test_doubles_with_biases_and_a_matrix_skip(doubled):
     tmp_path, results = doubled
     assert [r["outcome"] for r in results] == ["proved", "unknown", "proved"]
     cert = results[0]["certificate"]
-    assert cert["check"] == large.DOUBLES and cert["width"] == DM + DD
-    assert cert["neurons"] == list(range(DD)) and cert["prime"] == large.DOUBLES_PRIME
+    assert cert["check"] == Check.DOUBLES and cert["width"] == DM + DD
+    assert cert["neurons"] == list(range(DD)) and cert["prime"] == doubles.DOUBLES_PRIME
     assert results[1]["min_width_bounds"] == [DM, DM + DD]
     assert results[1]["certificate"]["above"] == cert
-    assert results[2]["certificate"]["check"] == large.CONSTRUCTION  # wide enough: no LU
+    assert results[2]["certificate"]["check"] == Check.SPARE_PAIRS  # wide enough: no LU
     for line in range(3):
         verdict, _ = check_document(doc_at(tmp_path, line)[0])
         assert verdict.status == "valid", (line, verdict.reason)
@@ -675,12 +676,12 @@ def test_doubles_on_dependent_rows_are_rejected(tmp_path, cli, monkeypatch):
     block = doubles_block(tmp_path, rank_up=DD - 1)
     [result] = prove(tmp_path, cli, monkeypatch, block,
                      f"claim Big is absorbable at width {DM + 2 * DD}\n")
-    assert result["certificate"]["check"] == large.CONSTRUCTION
+    assert result["certificate"]["check"] == Check.SPARE_PAIRS
     path, doc = doc_at(tmp_path, 0)
     forged = copy.deepcopy(doc)
-    forged["certificate"] = {"kind": "witness", "check": large.DOUBLES, "width": DM + DD,
+    forged["certificate"] = {"kind": "witness", "check": Check.DOUBLES, "width": DM + DD,
                              "a": "5/8", "neurons": list(range(DD)),
-                             "prime": large.DOUBLES_PRIME, "det_mod_p": 1}
+                             "prime": doubles.DOUBLES_PRIME, "det_mod_p": 1}
     verdict = verify(forged)
     assert verdict.status == "invalid" and "dependent" in verdict.reason, verdict.reason
 
@@ -690,7 +691,7 @@ def test_a_doubles_certificate_needs_the_weights_read(bounded):
     handed no weights, it cannot check the determinant."""
     tmp_path, _ = bounded
     path, doc = doc_at(tmp_path, 4)
-    assert doc["certificate"]["check"] == large.DOUBLES
+    assert doc["certificate"]["check"] == Check.DOUBLES
     assert verify(doc, weights(path, doc)).status == "valid"
     verdict = verify(doc)
     assert verdict.status == "invalid" and "not embedded" in verdict.reason, verdict.reason
@@ -745,8 +746,8 @@ def test_doubles_that_cannot_be_rounded_export_spare_pairs(tmp_path, cli, monkey
     assert chosen.witness.claim_width == DM + 2 * DD
     assert chosen.witness.decision.method == large.METHOD
     assert chosen.rounded["up"].values.shape == (DM + 2 * DD, DD)
-    assert chosen.note.startswith(f"width {DM + 2 * DD} ({large.CONSTRUCTION}) instead of the "
-                                  f"proved {DM + DD} ({large.DOUBLES}): ")
+    assert chosen.note.startswith(f"width {DM + 2 * DD} ({Check.SPARE_PAIRS}) instead of the "
+                                  f"proved {DM + DD} ({Check.DOUBLES}): ")
     assert "was not built (no enclosure (test))" in chosen.note
 
 
@@ -773,11 +774,11 @@ def test_export_without_a_width_starts_from_the_doubles_at_m_plus_d(tmp_path):
 
     block = loaded(tmp_path, bf16_block(tmp_path, act="silu", bias=False))
     found = export.find_witness(block, None)
-    assert found.claim_width == M + D and found.construction == large.DOUBLES
+    assert found.claim_width == M + D and found.construction == Check.DOUBLES
     assert f"between {M + 1} and {M + D}" in found.width_note
     strict = export.choose(found, "float32", 300, export.default_max_error("float32"))
     assert strict.witness.claim_width == M + 2 * D
-    assert f"{large.DOUBLES} at width {M + D} is off by" in strict.note
+    assert f"{Check.DOUBLES} at width {M + D} is off by" in strict.note
     loose = export.choose(found, "float32", 300, 1e-4)
     assert loose.witness.claim_width == M + D and loose.note == ""
     assert float(loose.figures["weight_max_abs_after"]) > \

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from absorb_formal.checker.kernel import modlu
+from absorb_formal.checker.kernel.contract import Check, Kind
 from absorb_formal.decide import unique_subset
 from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
@@ -65,7 +66,7 @@ def test_a_planted_absorbable_block_is_proved_with_its_set_j(tmp_path, cli, monk
     assert [r["outcome"] for r in results] == ["proved", "proved"], results
     assert results[0]["method"] == unique_subset.METHOD
     path, doc = doc_at(tmp_path, 0)
-    assert doc["certificate"]["check"] == unique_subset.CHECK
+    assert doc["certificate"]["check"] == Check.ROWS_NEGATED
     assert doc["certificate"]["flips"] == chosen
     assert results[0]["crosscheck"]["max_rel_error"] < 1e-12
     check = cli("check", "certs")
@@ -74,7 +75,7 @@ def test_a_planted_absorbable_block_is_proved_with_its_set_j(tmp_path, cli, monk
     # the min width: m keys need m neurons, and the flip witness has width m
     _, doc2 = doc_at(tmp_path, 1)
     assert doc2["certificate"]["kind"] == "minimal width"
-    assert doc2["certificate"]["witness"]["check"] == unique_subset.CHECK
+    assert doc2["certificate"]["witness"]["check"] == Check.ROWS_NEGATED
     assert doc2["certificate"]["below"]["kind"] == "key count"
 
 
@@ -85,7 +86,7 @@ def test_a_non_0_1_solution_refutes(tmp_path, cli, monkeypatch):
     assert [r["outcome"] for r in results] == ["refuted", "unknown"], results
     path, doc = doc_at(tmp_path, 0)
     cert = doc["certificate"]
-    assert cert["kind"] == unique_subset.REFUTATION
+    assert cert["kind"] == Kind.UNIQUE_SUBSET_SOLUTION
     assert cert["value"] == (Q + 1) // 2  # 1/2 mod q
     assert cli("check", "certs").code == 0
     every_leaf_is_checked(path, doc)
@@ -126,7 +127,7 @@ def test_the_only_0_1_candidate_failing_exactly_refutes(tmp_path, cli, monkeypat
     assert result["outcome"] == "refuted", result
     path, doc = doc_at(tmp_path, 0)
     cert = doc["certificate"]
-    assert cert["kind"] == unique_subset.REFUTATION and cert["flips"] == chosen
+    assert cert["kind"] == Kind.UNIQUE_SUBSET_SOLUTION and cert["flips"] == chosen
     assert cert["coordinate"] == [0, 0]
     assert "neuron" not in cert
     every_leaf_is_checked(path, doc)
@@ -224,7 +225,7 @@ def test_a_forged_witness_for_a_generic_block_is_invalid(tmp_path, cli, monkeypa
     path, doc = doc_at(tmp_path, 0)
     forged = json.loads(json.dumps(doc))
     forged["outcome"] = "proved"
-    forged["certificate"] = {"kind": "witness", "check": unique_subset.CHECK, "width": 256,
+    forged["certificate"] = {"kind": "witness", "check": Check.ROWS_NEGATED, "width": 256,
                              "a": "1/2", "flips": chosen, "argument": ""}
     verdict = verify(forged, Reading(spec_location(doc, path)).weights(doc))
     assert verdict.status == "invalid" and "do not sum" in verdict.reason
@@ -348,7 +349,7 @@ def test_integer_fields_must_be_integers(tmp_path, cli, monkeypatch):
         forged["certificate"][field] = value
         verdict = verify(forged, read)
         assert verdict.status == "invalid" and "not an integer" in verdict.reason, (field, value)
-    witness = {"kind": "witness", "check": unique_subset.CHECK, "width": 256, "a": "1/2",
+    witness = {"kind": "witness", "check": Check.ROWS_NEGATED, "width": 256, "a": "1/2",
                "flips": [], "argument": ""}
     for field, value, reason in [("width", 256.0, "not an integer"), ("flips", [True],
                                  "not an integer"), ("a", 0.5, "the stored a")]:

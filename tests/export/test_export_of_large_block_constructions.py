@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from absorb_formal.decide import large
+from absorb_formal.checker.kernel.contract import Check
+from absorb_formal.decide import doubles
 from absorb_formal.export import witness as export
 from absorb_formal.export.enclosed_doubles import _exact_rows
 from absorb_formal.export.witness import read_export
@@ -79,7 +80,7 @@ def test_doubles_past_order_160_export_at_the_proved_width(tmp_path, cli):
     m + 2d; the file, evaluated by numpy, matches the block within the gate; W's rows are
     the exact values correctly rounded (two rows checked against an exact solve)."""
     run, arrays, record = exported(tmp_path, cli, 1.0, "plain.npz")
-    assert record["width"] == str(M + D) and record["construction"] == large.DOUBLES
+    assert record["width"] == str(M + D) and record["construction"] == Check.DOUBLES
     assert arrays["up"].shape == (M + D, D) and arrays["up"].dtype == np.float32
     assert "instead of the proved" not in run.out  # no width change
     x = np.random.default_rng(5).standard_normal((200, D))
@@ -132,9 +133,9 @@ def test_a_width_change_is_said_on_screen_with_its_reason(tmp_path, cli):
     """No --width: doubles at m + d fail the gate, so the spare pairs at m + 2d are written,
     and the screen (not only the file) says which width, instead of which, and why."""
     run, _, record = exported(tmp_path, cli, 0.0005, "plain.npz")
-    assert record["width"] == str(M + 2 * D) and record["construction"] == large.CONSTRUCTION
-    said = (f"width {M + 2 * D} ({large.CONSTRUCTION}) instead of the proved {M + D} "
-            f"({large.DOUBLES}): {large.DOUBLES} at width {M + D} is off by")
+    assert record["width"] == str(M + 2 * D) and record["construction"] == Check.SPARE_PAIRS
+    said = (f"width {M + 2 * D} ({Check.SPARE_PAIRS}) instead of the proved {M + D} "
+            f"({Check.DOUBLES}): {Check.DOUBLES} at width {M + D} is off by")
     assert said in run.out and said in record["width_note"]
     assert float(record["sample_max_rel_error"]) <= float(record["sample_max_error_allowed"])
 
@@ -200,8 +201,8 @@ def test_scan_export_writes_the_proved_width_and_says_what_it_chose(tmp_path, cl
     assert run.code == 0, run.err
     config = json.loads((tmp_path / "plain" / "config.json").read_text())
     entry = config["absorb_formal"]
-    width, construction = ((M + D, large.DOUBLES) if prefer == "width"
-                           else (M + 2 * D, large.CONSTRUCTION))
+    width, construction = ((M + D, Check.DOUBLES) if prefer == "width"
+                           else (M + 2 * D, Check.SPARE_PAIRS))
     assert config["n_inner"] == width and entry["prefer"] == prefer
     errors = entry["errors"]["transformer.h.0.mlp"]
     assert errors["construction"] == construction
@@ -250,7 +251,7 @@ def test_entries_on_a_midpoint_or_exactly_zero_are_rounded_from_exact_rows(tmp_p
 
     monkeypatch.setattr(enclosed_doubles, "_exact_rows", counted)
     neurons = list(range(8))
-    exact = large._doubled(block, neurons)
+    exact = doubles.doubled(block, neurons)
     for dtype in ("float32", "bfloat16", "float64"):
         solved.clear()
         got = enclosed_doubles.rounded_doubles(block, neurons, dtype)
@@ -266,7 +267,7 @@ def test_entries_on_a_midpoint_or_exactly_zero_are_rounded_from_exact_rows(tmp_p
 def test_too_many_unsettled_rows_past_the_exact_limit_are_refused(tmp_path, monkeypatch):
     from absorb_formal.export import enclosed_doubles
 
-    monkeypatch.setattr(large, "EXACT_DOUBLES", 4)
+    monkeypatch.setattr(doubles, "EXACT_DOUBLES", 4)
     monkeypatch.setattr(enclosed_doubles, "EXACT_ROWS", 2)
     with pytest.raises(enclosed_doubles.Unsettled, match="too close to a rounding boundary"):
         enclosed_doubles.rounded_doubles(tie_block(tmp_path), list(range(8)), "float32")

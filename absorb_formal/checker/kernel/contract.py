@@ -3,9 +3,10 @@
 A certificate document (docs/certificates.md) is written by the prover (`certify/`) and
 verified by the checker (`checker/dispatch.py` and `checker/rules/`). Everything the two must
 spell alike lives here, once: the document format's version, every certificate kind, every
-`check` a `witness` names (the constructions of large blocks among them), and the checker's
-"this does not hold" (`Invalid`, `require`). The JSON Schema of the format ships beside this
-module (`certificate.schema.json`).
+`check` a `witness` names (the constructions of large blocks among them), the few public
+parameters a certificate relies on without storing them (a seed, rule names, the checker's
+caps), and the checker's "this does not hold" (`Invalid`, `require`). The JSON Schema of the
+format ships beside this module (`certificate.schema.json`).
 
 The prover imports this module; nothing here is computed, so it adds nothing the checker
 would have to trust.
@@ -72,6 +73,18 @@ class Check(StrEnum):
 
 CONSTRUCTIONS = (Check.SPARE_PAIRS, Check.DOUBLES, Check.LINEAR_NEURONS, Check.SQUARE_PAIRS,
                  Check.SQUARE_QUADRUPLES, Check.ROWS_NEGATED)
+
+
+# Public parameters: values both sides must take alike for a certificate to be accepted, whether
+# a field states them (section, rule) or none does (the seed, the checker's caps).
+SEED = 0  # seed of the random rank-one functionals of the unique-solution systems (§4, §8.2)
+FLIP_SECTION = "§8.2"  # the `section` of a flip-set certificate
+# The `rule` of a §8.2 certificate at scale, by the name of the row of §8.2's table.
+FLIP_RULES = {"relu^2": "§8.2 relu^2", "gated O(a)+N": "§8.2 gated O(a)+N", "Og(c)": "§8.2 Og(c)"}
+MAX_ENUMERATION = 16  # signs or free coordinates the checker re-enumerates, at most
+MAX_PATTERN_BITS = 14  # half-activation bound: 2^m patterns walked for m ≤ 14 neurons only
+MAX_TUPLES = 4096  # half-activation bound: pattern products enumerated across layers, at most
+MAX_QUADRATIC = 2 * 10**8  # products d·|J|·k² of a §8.2 flip set's exact quadratic identity
 
 
 class Invalid(Exception):
