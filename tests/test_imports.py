@@ -1,7 +1,8 @@
 """The package's import graph: layers, no circles.
 
-- The Python API (`api.py`, `build.py`, `export/witness.py`) imports no command-line code: the CLI
-  sits on the API, never the other way round.
+- The Python API (`api.py`, `build.py`, `export/`) imports no command-line code: the CLI sits
+  on the API, never the other way round.
+- The command table (`cli/__init__.py`) imports a command's module only when it runs.
 - No module imports, directly or through others, a module that imports it back: every
   `import` counts, those inside functions too, so a circle cannot hide behind a lazy import.
 """
@@ -16,8 +17,10 @@ from pathlib import Path
 from .conftest import ROOT
 
 PACKAGE = "absorb_formal"
-COMMAND_LINE = {"absorb_formal.cli.prove", "absorb_formal.cli.check", "absorb_formal.cli.arguments"}
-API = ("absorb_formal.api", "absorb_formal.build", "absorb_formal.export.witness")
+COMMAND_LINE = {"absorb_formal.cli", "absorb_formal.cli.prove", "absorb_formal.cli.check",
+                "absorb_formal.cli.scan", "absorb_formal.cli.export", "absorb_formal.cli.arguments"}
+COMMANDS = ("absorb_formal.cli.prove", "absorb_formal.cli.check", "absorb_formal.cli.scan",
+            "absorb_formal.cli.export")
 
 
 def modules(root: Path, package: str = PACKAGE) -> dict[str, tuple[Path, bool]]:
@@ -99,16 +102,44 @@ def test_the_package_has_no_import_circles():
     assert circles(import_graph(ROOT)) == []
 
 
+def api_modules(root: Path = ROOT) -> list[str]:
+    """api.py, build.py and every module of export/."""
+    return ["absorb_formal.api", "absorb_formal.build",
+            *sorted(m for m in modules(root) if m.startswith("absorb_formal.export"))]
+
+
 def test_the_api_imports_no_command_line_code():
     graph = import_graph(ROOT)
-    for module in API:
+    assert len(api_modules()) > 3
+    for module in api_modules():
         assert not reachable(graph, module) & COMMAND_LINE, module
+
+
+def test_the_command_line_modules_are_the_table_s():
+    assert {m for m in modules(ROOT) if m.startswith("absorb_formal.cli")} == COMMAND_LINE
+    from absorb_formal.cli import COMMANDS as TABLE
+    from absorb_formal.cli import DEFAULT
+
+    assert {*TABLE.values(), DEFAULT} == set(COMMANDS)
 
 
 def test_the_commands_sit_on_the_api():
     graph = import_graph(ROOT)
-    assert "absorb_formal.api" in reachable(graph, "absorb_formal.cli.prove")
-    assert "absorb_formal.api" in reachable(graph, "absorb_formal.cli.check")
+    for command in COMMANDS:
+        assert "absorb_formal.api" in reachable(graph, command), command
+
+
+def test_the_command_table_imports_a_command_only_when_it_runs():
+    """`absorb-prove check` (here: on nothing, exit 2) imports no other command's module,
+    and importing the table imports none."""
+    code = ("import io, sys, absorb_formal.cli\n"
+            "print(sorted(m for m in sys.modules if m.startswith('absorb_formal.cli.')))\n"
+            "absorb_formal.cli.main(['check', 'no-such-folder'], io.StringIO(), io.StringIO())\n"
+            "print(sorted(m for m in sys.modules if m.startswith('absorb_formal.cli.')))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.split("\n")[:2] == [
+        "[]", "['absorb_formal.cli.arguments', 'absorb_formal.cli.check']"]
 
 
 def test_importing_the_api_loads_no_command_line_module():
