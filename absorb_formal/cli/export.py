@@ -58,7 +58,8 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from ..api import DEFAULT_TIMEOUT
     from ..decide.dispatch import ENGINES
-    from ..export import witness as export
+    from ..export.sample import DEFAULT_POINTS, default_max_error
+    from ..export.witness import DTYPES, PREFER
     from ..numeric.crosscheck import WORK
 
     parser = argparse.ArgumentParser(
@@ -74,18 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, type=Path, metavar="FILE",
                         help="FILE.npz, FILE.safetensors or FILE.onnx (never replaced without "
                              "--force)")
-    parser.add_argument("--dtype", choices=export.DTYPES, default="float64",
+    parser.add_argument("--dtype", choices=DTYPES, default="float64",
                         help="float format of the arrays (default float64)")
     parser.add_argument("--points", type=int, metavar="N",
                         help=f"sample points of the float error figure (default "
-                             f"{export.DEFAULT_POINTS}, fewer for blocks of over "
-                             f"{WORK // export.DEFAULT_POINTS} weights; 0 = off)")
+                             f"{DEFAULT_POINTS}, fewer for blocks of over "
+                             f"{WORK // DEFAULT_POINTS} weights; 0 = off)")
     parser.add_argument("--max-error", type=nonnegative, metavar="REL",
                         help="largest sample relative error written (default 16 machine "
                              "epsilons of --dtype: " + ", ".join(
-                                 f"{d} {export.default_max_error(d):.3g}" for d in export.DTYPES)
+                                 f"{d} {default_max_error(d):.3g}" for d in DTYPES)
                              + "); beyond it nothing is written, exit 2")
-    parser.add_argument("--prefer", choices=export.PREFER, default="width",
+    parser.add_argument("--prefer", choices=PREFER, default="width",
                         help="when several exact constructions exist (doubles at m + d, spare "
                              "pairs at m + 2d): the narrowest that passes --max-error "
                              "(width, default) or the least error in the dtype (accuracy)")
@@ -105,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from ..decide import budget
-    from ..export import witness as export
+    from ..export.record import load_snippet, summary
+    from ..export.rounding import ExportError
+    from ..export.witness import export
     from ..language import SpecError
 
     if args.points == 0 and args.max_error is not None:
@@ -115,10 +118,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     try:
         with budget.limit(args.timeout):
-            record = export.export(args.spec, args.name, args.out, args.width, args.dtype,
-                                   args.force, args.points, args.engine, args.max_error,
-                                   args.prefer, args.memory)
-    except export.ExportError as error:
+            record = export(args.spec, args.name, args.out, args.width, args.dtype, args.force,
+                            args.points, args.engine, args.max_error, args.prefer, args.memory)
+    except ExportError as error:
         print(f"absorb-prove export: error: {error}", file=stderr)
         return error.code
     except SpecError as error:
@@ -136,9 +138,9 @@ def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
           file=stdout)
     if "width_note" in record:
         print(f"  {record['width_note']}; --width W exports at another", file=stdout)
-    for line in export.summary(record):
+    for line in summary(record):
         print(f"  {line}", file=stdout)
     print(f"  certificate sha256 {record['certificate_sha256']}", file=stdout)
     print(f"# a spec beside {args.out.name} loads it back with:", file=stdout)
-    print(export.load_snippet(record, args.out.name), file=stdout)
+    print(load_snippet(record, args.out.name), file=stdout)
     return 0
