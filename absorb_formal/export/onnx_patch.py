@@ -45,7 +45,9 @@ from typing import Any
 import numpy as np
 
 from ..scanner.found import FoundBlock, ScanError
-from ..scanner.onnx_graph import Graph, Linear, Mismatch, _gated
+from ..scanner.onnx_find import _gated
+from ..scanner.onnx_graph import Graph, Linear
+from ..scanner.onnx_sigma import Mismatch
 from ..weights import onnx_file
 from ..weights.exported import write_new
 from .construction import Witness
@@ -324,7 +326,7 @@ def _tensors(report: Any, answer: Any, where: str, originals: FoundBlock, prefer
 def problem(path: Path, bare: bool) -> str:
     """Why no patched model can be written for the ONNX model at `path`, found before the
     scan decides anything ('' when none is seen yet)."""
-    from ..scanner.onnx_graph import find_blocks
+    from ..scanner.onnx_find import find_blocks
 
     try:
         onnx_file.onnx_module("writing")
