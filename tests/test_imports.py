@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -149,6 +150,38 @@ def test_importing_the_api_loads_no_command_line_module():
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+# Deciding one claim of a concrete block, warm cache: what its path imports. numpy, flint
+# (exact linear algebra) and lark (the parser) are needed; the solvers, sympy (lemmas are read
+# from the cache), torch, onnx and the progress bars are not, nor the modules of the other
+# commands, of certificates (no --certificates) and of weight formats (no load(...)).
+NEEDED = {"numpy", "flint", "lark"}
+DEFERRED = {"sympy", "mpmath", "z3", "cvc5", "ortools", "torch", "tqdm", "onnx", "zipfile",
+            "absorb_formal.cli.check", "absorb_formal.cli.scan", "absorb_formal.scanner",
+            "absorb_formal.export", "absorb_formal.certify.documents",
+            "absorb_formal.checker.document", "absorb_formal.weights.npz",
+            "absorb_formal.weights.safetensors", "absorb_formal.weights.onnx_file"}
+EXAMPLE = ROOT / "specs" / "examples" / "relu_absorbable.mlp"
+
+
+def test_one_claim_imports_only_what_its_path_needs(tmp_path):
+    """A subprocess runs `absorb-prove R.mlp` twice (the first fills the cache of parser
+    tables and lemma results, as a user's first run does) and lists what the second loaded."""
+    block = EXAMPLE.read_text(encoding="utf-8").split("\nclaim ")[0]  # its block R alone
+    (tmp_path / "R.mlp").write_text(block + "\nclaim R is absorbable\n", encoding="utf-8")
+    env = {**os.environ, "ABSORB_FORMAL_CACHE": str(tmp_path / "cache"),
+           "ABSORB_FORMAL_CACHE_KEY": str(tmp_path / "key"), "PYTHONPATH": str(ROOT)}
+    code = ("import io, sys\n"
+            "from absorb_formal.cli import main\n"
+            "out = io.StringIO()\n"
+            "assert main(['R.mlp'], out, sys.stderr) == 0, out.getvalue()\n"
+            f"print(sorted(m for m in {sorted(NEEDED | DEFERRED)!r} if m in sys.modules))")
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, check=True)
+    loaded = set(ast.literal_eval(run.stdout.strip()))
+    assert loaded == NEEDED, sorted(loaded - NEEDED)
 
 
 def test_a_circle_is_found_even_behind_a_lazy_import(tmp_path):
