@@ -126,7 +126,7 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
             **({"width_notes": notes} if notes else {}),
             "prefer": prefer, "sample_inputs": SAMPLE_INPUTS,
             # per sublayer: the construction, its output-relative errors and weight growth
-            # (`absorb_formal.export.witness.sample_error`)
+            # (`absorb_formal.export.sample.sample_error`)
             "errors": {where: {k: v for k, v in record(c, where).items()
                                if k.startswith(("sample_max", "sample_original", "weight_",
                                                 "construction", "sample_arith"))}

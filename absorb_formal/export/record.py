@@ -1,6 +1,21 @@
 """What an export says about itself besides its arrays: the hash of the certificate it
 stands on (`certificate_sha256`), the record's figures as lines for the screen (`summary`),
 and a `.mlp` block that loads the file back (`load_snippet`).
+
+The record (all values strings): format, spec, spec_sha256, block, activation, depth, dim,
+width (the exported hidden width), claim_width, statement, method, construction (a large
+block's: own neurons + doubles / spare pairs / ...; else the decision's witness), prefer,
+certificate_sha256 (of the canonical bytes, `proofs.encode`, of the certificate object that
+`absorb-prove --certificates` stores for the claim `NAME is absorbable at width W`), dtype,
+arrays, max_rounding_rel_error (max over entries of |rounded − exact| / |exact|), the sample
+figures of `sample_error` (errors against the block's output at seeded standard-normal
+inputs, and the largest |weight| before and after; "n/a" with the reason in sample_note
+when the block has no float64 image), sample_max_error_allowed (the gate: a larger
+sample_max_rel_error writes nothing; default 16 machine epsilons of the dtype, `--max-error`
+sets it; the error figures are written to full precision, `repr` of the float, and the gate
+compares them); width_note, when the width was not asked or not the proved one: the proved
+bounds, and any construction passed over and why (`choosing.choose`). `write_witness`
+fills it, `weights/exported.py` stores it.
 """
 
 from __future__ import annotations

@@ -9,25 +9,11 @@ rounding) and writes the arrays under the language's field names, so that a spec
 - depth 1: `up`, `down`, `gate` (gated activations), `up_bias`, `gate_bias`, `down_bias`
   (1-D; only in a biased witness); depth L ≥ 2: `layer1.up`, …, `layerL.down_bias`
   (docs/language.md numbers layers from 1).
-- `.safetensors`: F64, F32 or BF16 tensors; the record below in `__metadata__` (a map of
-  strings). `.npz`: float64 or float32 arrays; the record as a JSON string in the 0-d array
-  `__absorb_formal__`. NumPy has no bfloat16, so `--dtype bfloat16` needs `.safetensors`
-  or `.onnx`. `.onnx`: the plain block as a graph (`export/onnx_block.py`), the arrays as its
-  initializers, the record as its metadata_props.
-
-The record (all values strings): format, spec, spec_sha256, block, activation, depth, dim,
-width (the exported hidden width), claim_width, statement, method, construction (a large
-block's: own neurons + doubles / spare pairs / ...; else the decision's witness), prefer,
-certificate_sha256 (of the canonical bytes, `proofs.encode`, of the certificate object that
-`absorb-prove --certificates` stores for the claim `NAME is absorbable at width W`), dtype,
-arrays, max_rounding_rel_error (max over entries of |rounded − exact| / |exact|), the sample
-figures of `sample_error` (errors against the block's output at seeded standard-normal
-inputs, and the largest |weight| before and after; "n/a" with the reason in sample_note
-when the block has no float64 image), sample_max_error_allowed (the gate: a larger
-sample_max_rel_error writes nothing; default 16 machine epsilons of the dtype, `--max-error`
-sets it; the error figures are written to full precision, `repr` of the float, and the gate
-compares them); width_note, when the width was not asked or not the proved one: the proved
-bounds, and any construction passed over and why (`choose`).
+- `.safetensors`: F64, F32 or BF16 tensors; the record (`record.py` lists its fields) in
+  `__metadata__` (a map of strings). `.npz`: float64 or float32 arrays; the record as a
+  JSON string in the 0-d array `__absorb_formal__`. NumPy has no bfloat16, so `--dtype
+  bfloat16` needs `.safetensors` or `.onnx`. `.onnx`: the plain block as a graph
+  (`export/onnx_block.py`), the arrays as its initializers, the record as its metadata_props.
 
 This module is the whole command (`export`, `write_witness`); its steps take a block and hand
 back arrays and figures, so that a later step (such as a normalisation wrapped around the

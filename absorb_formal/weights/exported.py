@@ -1,6 +1,6 @@
 """The files `absorb-prove export` writes and reads back: arrays with their record.
 
-The record (a map of strings, `export/witness.py` lists its fields) sits where each format
+The record (a map of strings, `export/record.py` lists its fields) sits where each format
 keeps metadata: a safetensors file's `__metadata__`, the JSON string member
 `__absorb_formal__` of a `.npz`, an ONNX model's metadata_props (`export/onnx_block.py`,
 which writes the graph). Every file is written through a temporary beside it and never
