@@ -1,5 +1,5 @@
 """`python -m absorb_formal` is `absorb-prove`."""
 
-from .cli.prove import entry
+from .cli import entry
 
 entry()

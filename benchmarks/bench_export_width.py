@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from absorb_formal import export  # noqa: E402
 from absorb_formal.export import enclosed_doubles  # noqa: E402
-from absorb_formal.export import witness as export
 from absorb_formal.language.load import load_text  # noqa: E402
 from absorb_formal.numeric.backends import NumpyBackend  # noqa: E402
 from absorb_formal.numeric.crosscheck import compare  # noqa: E402

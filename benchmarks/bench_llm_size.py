@@ -152,9 +152,12 @@ def profile(folder: Path, argv: list[str], steps: dict[str, tuple[str, str]]
             ) -> dict[str, float]:
     """Where one in-process run spends its time: imports, then the named steps (cumulative
     seconds under cProfile, which adds a little to Python-heavy steps)."""
-    start = time.perf_counter()
-    from absorb_formal.cli.prove import main
+    import importlib
 
+    from absorb_formal.cli import command, main
+
+    start = time.perf_counter()
+    importlib.import_module(command(argv)[0])  # the command's module, as main imports it
     imports = time.perf_counter() - start
     profile = cProfile.Profile()
     cwd = os.getcwd()

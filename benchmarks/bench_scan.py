@@ -33,7 +33,7 @@ def _bf16(array: np.ndarray) -> np.ndarray:
 
 
 def gpt2_folder(folder: Path, layers: int, d: int, m: int, seed: int = 0) -> Path:
-    from absorb_formal.export.witness import write_safetensors_new
+    from absorb_formal.weights.safetensors import write_new_file
 
     rng = np.random.default_rng(seed)
     entries = []
@@ -52,7 +52,7 @@ def gpt2_folder(folder: Path, layers: int, d: int, m: int, seed: int = 0) -> Pat
         add(f"h.{i}.mlp.c_proj.weight", _bf16(rng.normal(size=(m, d)) * 0.02), "BF16")
         add(f"h.{i}.mlp.c_proj.bias", _bf16(rng.normal(size=d) * 0.02), "BF16")
     folder.mkdir(parents=True, exist_ok=True)
-    write_safetensors_new(folder / "model.safetensors", entries, {"format": "pt"})
+    write_new_file(folder / "model.safetensors", entries, {"format": "pt"})
     (folder / "config.json").write_text(json.dumps({
         "model_type": "gpt2", "n_embd": d, "n_inner": m, "n_layer": layers,
         "activation_function": "gelu_new"}))

@@ -42,7 +42,7 @@ def main() -> int:
     job, args = sys.argv[1], sys.argv[2:]
     code = 0
     if job == "prove":
-        from absorb_formal.cli.prove import main as prove
+        from absorb_formal.cli import main as prove
 
         code = prove(args, sys.stdout, sys.stderr)
     elif job == "load-npz":

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from absorb_formal.cli.prove import main
+from absorb_formal.cli import main
 
 pytest_plugins = ["pytester"]
 

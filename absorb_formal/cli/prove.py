@@ -1,21 +1,18 @@
 """`absorb-prove`: decide every claim and query of `.mlp` spec files.
 
-`main(argv, stdout, stderr) -> int` runs in-process (tests call it directly); `entry()` is
-the console script.
+The default command of the table in `absorb_formal.cli`: `main(argv, stdout, stderr) -> int`
+is called for every first word that names no other command (`check`, `scan`, `export`).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from .. import __version__
 from ..api import DEFAULT_TIMEOUT, prove_report
-from ..certify import documents as proofs
-from ..decide import budget
 from ..decide.dispatch import ENGINES
 from ..language import SpecError
 from ..model.blocks import Claim
@@ -33,7 +30,8 @@ from ..report import (
     expectation_summary,
     summary,
 )
-from .arguments import count, nonnegative, parse, seconds, size
+from .arguments import count, parse, seconds
+from .export import HELP as EXPORT_HELP
 
 DESCRIPTION = """\
 Decide every claim and query in .mlp spec files: can a residual MLP block
@@ -126,39 +124,7 @@ certificates:
   its fields. Exit 0 when none is invalid or stale, 1 when one is, 2 for a
   missing path.
 
-export:
-  `absorb-prove export SPEC NAME --out FILE` decides block NAME of SPEC at --width W
-  (default: its minimal width; when only bounds lo..hi of it are proved, as `query`
-  finds them, hi, the least width proved absorbable, and the output and the file's
-  width_note say so) and writes the exact witness, the plain block (skip none)
-  proved equal to it, as arrays named like the language's fields: up, down, gate,
-  up_bias, gate_bias, down_bias (biases 1-D, only those that exist); a stack of depth L
-  uses layer1.up ... layerL.down. Each exact weight is rounded to nearest (ties to even)
-  in --dtype (default float64; bfloat16 needs .safetensors or .onnx). The file records
-  (safetensors __metadata__, the JSON string array __absorb_formal__ of a .npz, or an
-  .onnx's metadata_props): spec_sha256,
-  certificate_sha256 (of the certificate object of `NAME is absorbable at width W`, in
-  the canonical bytes --certificates writes), width (W: a narrower witness is padded
-  with zero neurons), construction, dtype, max_rounding_rel_error
-  (largest |rounded - exact| / |exact| over the entries), the errors against the
-  block's output over N seeded standard-normal rows (--points: default 10000, fewer (at
-  least 100) when N x weights would pass 2e9): sample_max_rel_error (largest
-  |exported - block| over the median largest |block|, both in float64),
-  sample_max_rel_error_in_dtype_arith (exported computed in the dtype's arithmetic) and
-  sample_original_rel_error_in_dtype_arith (the block computed there), and
-  weight_max_abs_before / _after. A sample_max_rel_error beyond --max-error (default 16
-  machine epsilons of the dtype, recorded as sample_max_error_allowed) writes nothing.
-  Large blocks with two exact constructions (doubles at m + d, spare pairs at m + 2d):
-  without --width, --prefer width (default) takes the narrowest within --max-error,
-  --prefer accuracy the least error in the dtype's arithmetic; a width other than the
-  proved one is said on stdout and in width_note. stdout: a summary (with these figures)
-  and a .mlp block that loads the file back. An existing FILE is never replaced without
-  --force. A witness whose arrays are estimated beyond --memory SIZE (300MB, 4GB,
-  1.5GiB; default: the memory available now) is refused before anything is allocated.
-  Exit 0 written; 1 the block is not absorbable at W (or at any width); 2 an error (no
-  such block, a family, undecided, bad --out, --dtype or --memory, FILE exists, sample
-  error beyond --max-error, beyond --memory, spec error).
-"""
+""" + EXPORT_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -221,10 +187,13 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print("absorb-prove: error: --update needs --certificates DIR (it replaces documents "
               "there)", file=stderr)
         return EXIT_ERROR
-    if args.certificates is not None and (problem := proofs.folder_problem(args.certificates)):
-        print(f"absorb-prove: error: --certificates {args.certificates}: {problem}; nothing "
-              "was decided", file=stderr)
-        return EXIT_ERROR
+    if args.certificates is not None:
+        from ..certify import documents as proofs  # only when certificates are asked for
+
+        if problem := proofs.folder_problem(args.certificates):
+            print(f"absorb-prove: error: --certificates {args.certificates}: {problem}; "
+                  "nothing was decided", file=stderr)
+            return EXIT_ERROR
     shown_to = None if args.json else stderr  # progress bars: a terminal only, never --json
     options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, shown_to)
     items = collect(args.paths, "*.mlp")
@@ -313,6 +282,8 @@ def store(report: FileReport, spec_file: Path, relative: str, folder: Path, upda
     spec's certificate in this run) and were kept."""
     if report.spec is None:
         return 0
+    from ..certify import documents as proofs  # only when certificates are asked for
+
     kept = 0
     for entry in report.entries:
         if not isinstance(entry.statement, Claim):
@@ -338,119 +309,9 @@ def store(report: FileReport, spec_file: Path, relative: str, folder: Path, upda
     return kept
 
 
-def main(argv: list[str] | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
-    """Run `absorb-prove` with `argv`; return the exit code (never raises for bad input)."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["check"]:
-        from .check import main as check_main
-
-        return check_main(argv[1:], stdout, stderr)
-    if argv[:1] == ["scan"]:
-        from .scan import main as scan_main
-
-        return scan_main(argv[1:], stdout, stderr)
-    if argv[:1] == ["export"]:
-        exported = parse(build_export_parser(), argv[1:], stdout, stderr)
-        return exported if isinstance(exported, int) else run_export(exported, stdout, stderr)
+def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
+    """`absorb-prove [options] PATH...`: decide the specs; the exit code (never raises for bad
+    input). The command table (`absorb_formal.cli.main`) calls it for every first word that
+    names no other command."""
     args = parse(build_parser(), argv, stdout, stderr)
     return args if isinstance(args, int) else run_prove(args, stdout, stderr)
-
-
-def build_export_parser() -> argparse.ArgumentParser:
-    from ..export import witness as export
-
-    parser = argparse.ArgumentParser(
-        prog="absorb-prove export", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Write the exact witness (the plain block, skip none) of an absorbable "
-                    "block as weight arrays.",
-        epilog=EPILOG[EPILOG.index("export:"):])
-    parser.add_argument("spec", metavar="SPEC", help="the .mlp spec file")
-    parser.add_argument("name", metavar="NAME", help="the block to export")
-    parser.add_argument("--width", type=int, metavar="W",
-                        help="hidden width of the witness (default: the minimal width, or the "
-                             "least width proved absorbable when only bounds are proved)")
-    parser.add_argument("--out", required=True, type=Path, metavar="FILE",
-                        help="FILE.npz, FILE.safetensors or FILE.onnx (never replaced without "
-                             "--force)")
-    parser.add_argument("--dtype", choices=export.DTYPES, default="float64",
-                        help="float format of the arrays (default float64)")
-    parser.add_argument("--points", type=int, metavar="N",
-                        help=f"sample points of the float error figure (default "
-                             f"{export.DEFAULT_POINTS}, fewer for blocks of over "
-                             f"{WORK // export.DEFAULT_POINTS} weights; 0 = off)")
-    parser.add_argument("--max-error", type=nonnegative, metavar="REL",
-                        help="largest sample relative error written (default 16 machine "
-                             "epsilons of --dtype: " + ", ".join(
-                                 f"{d} {export.default_max_error(d):.3g}" for d in export.DTYPES)
-                             + "); beyond it nothing is written, exit 2")
-    parser.add_argument("--prefer", choices=export.PREFER, default="width",
-                        help="when several exact constructions exist (doubles at m + d, spare "
-                             "pairs at m + 2d): the narrowest that passes --max-error "
-                             "(width, default) or the least error in the dtype (accuracy)")
-    parser.add_argument("--force", action="store_true", help="replace an existing FILE")
-    parser.add_argument("--engine", choices=ENGINES, default="theory",
-                        help="as for deciding (default theory)")
-    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT,
-                        metavar="SECONDS",
-                        help=f"time budget of the decision (default {DEFAULT_TIMEOUT:g}; 0 = none)")
-    parser.add_argument("--memory", type=size, metavar="SIZE",
-                        help="the most memory the export may hold (the whole process), e.g. "
-                             "300MB, 4GB, 1.5GiB (default: the memory available now); a "
-                             "witness whose arrays are estimated beyond it is refused before "
-                             "anything is allocated, exit 2")
-    return parser
-
-
-def run_export(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from ..export import witness as export
-
-    if args.points == 0 and args.max_error is not None:
-        print("absorb-prove export: error: --max-error needs the sample (--points 0 turns it "
-              "off)", file=stderr)
-        return EXIT_ERROR
-
-    try:
-        with budget.limit(args.timeout):
-            record = export.export(args.spec, args.name, args.out, args.width, args.dtype,
-                                   args.force, args.points, args.engine, args.max_error,
-                                   args.prefer, args.memory)
-    except export.ExportError as error:
-        print(f"absorb-prove export: error: {error}", file=stderr)
-        return error.code
-    except SpecError as error:
-        print(error.format(), file=stderr)
-        return EXIT_ERROR
-    except budget.ClaimTimeout:
-        print(f"absorb-prove export: error: no decision within {args.timeout:g} s "
-              "(--timeout)", file=stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("interrupted; nothing written", file=stderr)
-        return EXIT_INTERRUPTED
-    print(f"{args.out}: {record['statement']} [{record['method']}]; {record['dtype']}, "
-          f"hidden width {record['width']}, arrays {record['arrays'].replace(',', ', ')}",
-          file=stdout)
-    if "width_note" in record:
-        print(f"  {record['width_note']}; --width W exports at another", file=stdout)
-    for line in export.summary(record):
-        print(f"  {line}", file=stdout)
-    print(f"  certificate sha256 {record['certificate_sha256']}", file=stdout)
-    print(f"# a spec beside {args.out.name} loads it back with:", file=stdout)
-    print(export.load_snippet(record, args.out.name), file=stdout)
-    return 0
-
-
-def entry() -> None:
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:  # `absorb-prove ... | head`: the reader left; not an error of ours
-        # Python flushes stdout again at exit: point it at devnull so that raises nothing.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 0
-    sys.exit(code)

@@ -16,25 +16,24 @@ tensors rewritten in place and their residual Adds removed (`onnx_patch.py`).
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from ..scanner.found import ScanError
 from ..scanner.run import BlockAnswer, ScanReport
-from ..weights.arrays import stored
-from . import witness as single
+from ..weights.copies import write_replacing
+from .choosing import proved_equal
 from .plain import chosen as chosen_plain
 from .plain import plain_tensors, record
+from .record import summary
+from .sample import SAMPLE_INPUTS
 
 WIDTH_KEYS = ("n_inner", "intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_dim",
               "decoder_ffn_dim", "ffn_hidden_size", "mlp_dim")
-_FROM_NUMPY = {"float64": "F64", "float32": "F32"}  # bfloat16 arrays are uint16 bit patterns
 
 
 def unexportable(kind: str, path: Path, bare: bool = False) -> str:
@@ -99,12 +98,12 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
             answer, chosen[answer.block.where], width)
         replaced.update(tensors)
     # the stored tensors proved equal to each block where they are its exact witness
-    equals = {where: single.proved_equal(c.witness.block, c.rounded)
+    equals = {where: proved_equal(c.witness.block, c.rounded)
               for where, c in chosen.items()}
     if lines is not None:
         for where, c in chosen.items():
             lines.append(f"{where}: width {c.witness.claim_width} ({c.witness.construction})")
-            lines += [f"  {line}" for line in single.summary(record(c, where))
+            lines += [f"  {line}" for line in summary(record(c, where))
                       if not line.startswith("max rounding")]
             lines.append(f"  equals the block: {equals[where]}")
             if where in notes:
@@ -113,7 +112,7 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
                                     if out.parent.exists() else None))
     try:
         name = "model.safetensors" if checkpoint.kind == "safetensors" else "model.npz"
-        _write(checkpoint.root, checkpoint.tensors, replaced, staging / name)
+        write_replacing(checkpoint.root, checkpoint.tensors, replaced, staging / name)
         config = dict(checkpoint.config)
         for key in WIDTH_KEYS:
             if key in config:
@@ -125,9 +124,9 @@ def export_checkpoint(report: ScanReport, out: Path, prefer: str = "width",
             "note": _note(report, bare),
             "widths_proved": {a.block.where: a.proved_width for a in report.blocks},
             **({"width_notes": notes} if notes else {}),
-            "prefer": prefer, "sample_inputs": single.SAMPLE_INPUTS,
+            "prefer": prefer, "sample_inputs": SAMPLE_INPUTS,
             # per sublayer: the construction, its output-relative errors and weight growth
-            # (`absorb_formal.export.witness.sample_error`)
+            # (`absorb_formal.export.sample.sample_error`)
             "errors": {where: {k: v for k, v in record(c, where).items()
                                if k.startswith(("sample_max", "sample_original", "weight_",
                                                 "construction", "sample_arith"))}
@@ -198,29 +197,3 @@ def _note(report: ScanReport, bare: bool) -> str:
 def _shown(answer: BlockAnswer) -> str:
     lo, hi = answer.min_width
     return "none" if lo is None and hi is None else f"{lo}..{hi if hi is not None else ''}"
-
-
-def _write(root: Path, tensors: dict[str, tuple[str, tuple[int, ...]]],
-           replaced: dict[str, np.ndarray], target: Path) -> None:
-    names = list(tensors) + [k for k in replaced if k not in tensors]
-    if target.suffix == ".npz":  # members copied as stored; replaced ones written anew
-        with open(target, "xb") as stream, zipfile.ZipFile(stream, "w") as archive:
-            for name in names:
-                if name in replaced:
-                    member = io.BytesIO()
-                    np.lib.format.write_array(member, np.ascontiguousarray(replaced[name]))
-                    archive.writestr(f"{name}.npy", member.getvalue())
-                else:
-                    with zipfile.ZipFile(root / tensors[name][0]) as source:
-                        archive.writestr(f"{name}.npy", source.read(f"{name}.npy"))
-        return
-    entries: list[single.Entry] = []
-    for name in names:
-        if name in replaced:
-            array = np.ascontiguousarray(replaced[name])
-            code = "BF16" if array.dtype == np.uint16 else _FROM_NUMPY[array.dtype.name]
-            entries.append((name, code, list(array.shape),
-                            array.astype(array.dtype.newbyteorder("<")).tobytes()))
-        else:
-            entries.append((name, *stored(root / tensors[name][0], name)))
-    single.write_safetensors_new(target, entries, {"format": "absorb_formal scan export 1"})

@@ -45,9 +45,15 @@ from typing import Any
 import numpy as np
 
 from ..scanner.found import FoundBlock, ScanError
-from ..scanner.onnx_graph import Graph, Linear, Mismatch, _gated
+from ..scanner.onnx_find import _gated
+from ..scanner.onnx_graph import Graph, Linear
+from ..scanner.onnx_sigma import Mismatch
 from ..weights import onnx_file
-from . import witness as single
+from ..weights.exported import write_new
+from .construction import Witness
+from .record import summary
+from .rounding import ExportError
+from .sample import EPSILON, default_max_error
 
 FIELDS = ("up", "gate", "down", "up_bias", "gate_bias", "down_bias")
 ONNX_TYPES = {"float32": 1, "float64": 11, "bfloat16": 16}  # the witness's dtype → data_type
@@ -290,7 +296,7 @@ def _rewrite(onnx: Any, graph: Graph, found: Plan, replaced: dict[str, np.ndarra
 
 def _tensors(report: Any, answer: Any, where: str, originals: FoundBlock, prefer: str,
              max_error: float | None, lines: list[str] | None = None
-             ) -> tuple[dict[str, np.ndarray], float, single.Witness]:
+             ) -> tuple[dict[str, np.ndarray], float, Witness]:
     """The plain witness's tensors under the sublayer's names (`plain.chosen`, its
     construction chosen and gated as for a safetensors export, then `plain.plain_tensors`):
     a bias the graph lacks must be zero (there is no node to add it)."""
@@ -304,7 +310,7 @@ def _tensors(report: Any, answer: Any, where: str, originals: FoundBlock, prefer
         from .plain import record
 
         lines.append(f"{where}: width {witness.claim_width} ({witness.construction})")
-        lines += [f"  {line}" for line in single.summary(record(chosen, where))
+        lines += [f"  {line}" for line in summary(record(chosen, where))
                   if not line.startswith("max rounding")]
     names = {getattr(originals, f).key for f in FIELDS if getattr(originals, f) is not None}
     for key in [k for k in tensors if k not in names]:
@@ -320,7 +326,7 @@ def _tensors(report: Any, answer: Any, where: str, originals: FoundBlock, prefer
 def problem(path: Path, bare: bool) -> str:
     """Why no patched model can be written for the ONNX model at `path`, found before the
     scan decides anything ('' when none is seen yet)."""
-    from ..scanner.onnx_graph import find_blocks
+    from ..scanner.onnx_find import find_blocks
 
     try:
         onnx_file.onnx_module("writing")
@@ -402,7 +408,7 @@ def export_onnx(report: Any, exported: Any, out: Path, prefer: str = "width",
         record["runtime_check"] = runtime_check(
             source, target, runtime_bound(dtype) if drop_in else None, set(graph.initializers))
         if isinstance(record["runtime_check"], dict):  # for comparison: the export gate
-            record["runtime_check"]["export_gate"] = single.default_max_error(dtype)
+            record["runtime_check"]["export_gate"] = default_max_error(dtype)
         target.unlink()
         _write(model, record, target)
         out.mkdir(parents=True, exist_ok=True)
@@ -480,8 +486,8 @@ def _write(model: Any, record: dict[str, Any], target: Path) -> None:
         raise ScanError(f"--export: the patched model cannot be serialised ({error}); "
                         "store its large tensors as external data") from None
     try:
-        single.write_new(target, lambda stream: stream.write(data))
-    except single.ExportError as error:
+        write_new(target, lambda stream: stream.write(data))
+    except ExportError as error:
         raise ScanError(str(error)) from None
 
 
@@ -508,7 +514,7 @@ _NUMPY = {"tensor(float)": np.float32, "tensor(double)": np.float64,
 def runtime_bound(dtype: str) -> float:
     """The largest relative output difference written: √ε of the weights' format, never
     below the export gate (float32: 3.5e-4; the gate is 1.9e-6)."""
-    return max(single.EPSILON[dtype] ** 0.5, single.default_max_error(dtype))
+    return max(EPSILON[dtype] ** 0.5, default_max_error(dtype))
 
 
 def runtime_check(original: Path, patched: Path, allowed: float | None,

@@ -12,11 +12,15 @@ import numpy as np
 from ..scanner.found import ScanError, TensorRef
 from ..scanner.run import BlockAnswer, ScanReport
 from ..weights.arrays import load_array
-from . import witness as single
+from .choosing import Choice, choose
+from .construction import find_witness
+from .layout import padded
+from .rounding import ExportError
+from .sample import default_max_error, gate
 
 
 def chosen(report: ScanReport, answer: BlockAnswer, root: Path, prefer: str,
-            max_error: float | None) -> single.Choice:
+            max_error: float | None) -> Choice:
     """The sublayer's construction at its proved width, or a wider one (`export.choose`),
     rounded to the sublayer's dtype; ScanError when none passes the gate."""
     assert report.report is not None and report.report.spec is not None
@@ -34,18 +38,18 @@ def chosen(report: ScanReport, answer: BlockAnswer, root: Path, prefer: str,
             raise ScanError(f"--export: {answer.block.where}: {why}")
         model = small
     dtype = _dtype(root, answer.block.up)
-    limit = single.default_max_error(dtype) if max_error is None else max_error
+    limit = default_max_error(dtype) if max_error is None else max_error
     try:
-        found = single.find_witness(model, answer.proved_width, wider=True)
-        chosen = single.choose(found, dtype, None, limit, prefer)
-        single.gate(record(chosen, answer.block.where, dtype), limit)
+        found = find_witness(model, answer.proved_width, wider=True)
+        chosen = choose(found, dtype, None, limit, prefer)
+        gate(record(chosen, answer.block.where, dtype), limit)
         chosen.figures["sample_max_error_allowed"] = repr(float(limit))
-    except single.ExportError as error:
+    except ExportError as error:
         raise ScanError(f"--export: {answer.block.where}: {error}") from None
     return chosen
 
 
-def record(chosen: single.Choice, where: str, dtype: str | None = None) -> dict[str, str]:
+def record(chosen: Choice, where: str, dtype: str | None = None) -> dict[str, str]:
     """The figures of a sublayer's choice, as `export.summary` and `export.gate` read them."""
     note = "; ".join(x for x in (chosen.witness.width_note, chosen.note) if x)
     rounding = max((r.max_rel_error for r in chosen.rounded.values()), default=0.0)
@@ -58,17 +62,17 @@ def record(chosen: single.Choice, where: str, dtype: str | None = None) -> dict[
             **({"width_note": note} if note else {})}
 
 
-def _dtype_of(chosen: single.Choice) -> str:
+def _dtype_of(chosen: Choice) -> str:
     values = next(iter(chosen.rounded.values())).values
     return "bfloat16" if values.dtype == np.uint16 else values.dtype.name
 
 
-def plain_tensors(answer: BlockAnswer, chosen: single.Choice, width: int
+def plain_tensors(answer: BlockAnswer, chosen: Choice, width: int
                    ) -> tuple[dict[str, np.ndarray], float]:
     """The sublayer's plain MLP as tensors named and laid out as its own, in its dtype
     (correctly rounded), and the largest relative rounding error."""
     block = answer.block
-    rounded = single.padded(chosen.rounded, width)
+    rounded = padded(chosen.rounded, width)
     out = {}
     for field, item in rounded.items():
         ref: TensorRef | None = getattr(block, field)

@@ -504,9 +504,9 @@ def find_blocks(checkpoint: Checkpoint, activation: str | None, force: bool = Fa
     `activation` (--activation) must agree with the activation config.json names or the
     graph computes, unless `force` (--force-activation)."""
     if checkpoint.kind == "onnx":
-        from . import onnx_graph  # says when the optional onnx package is missing
+        from . import onnx_find  # says when the optional onnx package is missing
 
-        found, skipped = onnx_graph.find_blocks(checkpoint.path)
+        found, skipped = onnx_find.find_blocks(checkpoint.path)
         if activation is not None:
             found = [_with_activation(b, activation, force, checkpoint.path) for b in found]
         return found, skipped

@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..language.errors import did_you_mean, listed
-
-Stamp = tuple[int, ...]
+from .common import Loaded, Stamp, settled
 
 # data_type → (numpy dtype of the bits, the typed field that may hold them, kind)
 # kind: "f" a float read as itself, "bf16" bfloat16 bits, "i"/"u" integers, "b" bool.
@@ -357,3 +356,29 @@ def _natural(text: str) -> int:
     if not text.isascii() or not text.isdigit():
         raise ValueError(text)
     return int(text)
+
+
+# ---- one parse per file version ---------------------------------------------------------------
+
+_MODELS: dict[str, tuple[Stamp, Model]] = {}
+
+
+def model(path: Path, version: Stamp) -> Model:
+    """The parsed model, kept for one file version at a time (a model can be large; a spec
+    loads many initializers of one model)."""
+    name = str(path.resolve())
+    known = _MODELS.get(name)
+    if known is not None and known[0] == version:
+        return known[1]
+    parsed = parse(path)
+    if settled(version):
+        _MODELS.clear()
+        _MODELS[name] = (version, parsed)
+    return parsed
+
+
+def read(path: Path, key: str, version: Stamp) -> Loaded:
+    """`load(...)`'s reader: the initializer or Constant `key`, as its bits."""
+    found = model(path, version[:5])
+    bits, kind = tensor_bits(tensor_of(found, key), found, key)
+    return Loaded(bits, kind)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..export.witness import Entry, write_safetensors_new
 from ..scanner.found import ScanError
+from .safetensors import Entry, write_new_file
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth")
 _CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16",
@@ -62,8 +62,8 @@ def to_safetensors(path: Path, target: Path) -> Path:
             data = array.astype(array.dtype.newbyteorder("<")).tobytes()
         entries.append((name, _CODES[dtype], list(tensor.shape), data))
     try:
-        write_safetensors_new(target, entries, {"source": path.name,
-                                            "format": "absorb_formal pickle copy 1"})
+        write_new_file(target, entries, {"source": path.name,
+                                         "format": "absorb_formal pickle copy 1"})
     except FileExistsError:
         raise ScanError(f"{target}: exists; the copy of {path.name} is not written over it "
                         "(remove it, or scan it directly)") from None

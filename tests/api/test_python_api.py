@@ -237,7 +237,7 @@ def test_progress_bars_only_on_a_terminal():
 
 
 def test_json_output_has_no_progress_even_on_a_terminal(write_spec):
-    from absorb_formal.cli.prove import main
+    from absorb_formal.cli import main
 
     out, err = io.StringIO(), _Tty()
     assert main(["--json", "--crosscheck", "0", str(write_spec(R))], out, err) == 1

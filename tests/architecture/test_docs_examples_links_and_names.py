@@ -249,7 +249,7 @@ def test_the_exported_example_is_what_export_writes_now(tmp_path, monkeypatch):
     stay current."""
     import io
 
-    from absorb_formal.cli.prove import main
+    from absorb_formal.cli import main
 
     examples = ROOT / "docs" / "examples"
     out = tmp_path / "R_plain.safetensors"

@@ -1,7 +1,8 @@
 """The package's import graph: layers, no circles.
 
-- The Python API (`api.py`, `build.py`, `export/witness.py`) imports no command-line code: the CLI
-  sits on the API, never the other way round.
+- The Python API (`api.py`, `build.py`, `export/`) imports no command-line code: the CLI sits
+  on the API, never the other way round.
+- The command table (`cli/__init__.py`) imports a command's module only when it runs.
 - No module imports, directly or through others, a module that imports it back: every
   `import` counts, those inside functions too, so a circle cannot hide behind a lazy import.
 """
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +18,10 @@ from pathlib import Path
 from ..conftest import ROOT
 
 PACKAGE = "absorb_formal"
-COMMAND_LINE = {"absorb_formal.cli.prove", "absorb_formal.cli.check", "absorb_formal.cli.arguments"}
-API = ("absorb_formal.api", "absorb_formal.build", "absorb_formal.export.witness")
+COMMAND_LINE = {"absorb_formal.cli", "absorb_formal.cli.prove", "absorb_formal.cli.check",
+                "absorb_formal.cli.scan", "absorb_formal.cli.export", "absorb_formal.cli.arguments"}
+COMMANDS = ("absorb_formal.cli.prove", "absorb_formal.cli.check", "absorb_formal.cli.scan",
+            "absorb_formal.cli.export")
 
 
 def modules(root: Path, package: str = PACKAGE) -> dict[str, tuple[Path, bool]]:
@@ -99,16 +103,44 @@ def test_the_package_has_no_import_circles():
     assert circles(import_graph(ROOT)) == []
 
 
+def api_modules(root: Path = ROOT) -> list[str]:
+    """api.py, build.py and every module of export/."""
+    return ["absorb_formal.api", "absorb_formal.build",
+            *sorted(m for m in modules(root) if m.startswith("absorb_formal.export"))]
+
+
 def test_the_api_imports_no_command_line_code():
     graph = import_graph(ROOT)
-    for module in API:
+    assert len(api_modules()) > 3
+    for module in api_modules():
         assert not reachable(graph, module) & COMMAND_LINE, module
+
+
+def test_the_command_line_modules_are_the_table_s():
+    assert {m for m in modules(ROOT) if m.startswith("absorb_formal.cli")} == COMMAND_LINE
+    from absorb_formal.cli import COMMANDS as TABLE
+    from absorb_formal.cli import DEFAULT
+
+    assert {*TABLE.values(), DEFAULT} == set(COMMANDS)
 
 
 def test_the_commands_sit_on_the_api():
     graph = import_graph(ROOT)
-    assert "absorb_formal.api" in reachable(graph, "absorb_formal.cli.prove")
-    assert "absorb_formal.api" in reachable(graph, "absorb_formal.cli.check")
+    for command in COMMANDS:
+        assert "absorb_formal.api" in reachable(graph, command), command
+
+
+def test_the_command_table_imports_a_command_only_when_it_runs():
+    """`absorb-prove check` (here: on nothing, exit 2) imports no other command's module,
+    and importing the table imports none."""
+    code = ("import io, sys, absorb_formal.cli\n"
+            "print(sorted(m for m in sys.modules if m.startswith('absorb_formal.cli.')))\n"
+            "absorb_formal.cli.main(['check', 'no-such-folder'], io.StringIO(), io.StringIO())\n"
+            "print(sorted(m for m in sys.modules if m.startswith('absorb_formal.cli.')))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.split("\n")[:2] == [
+        "[]", "['absorb_formal.cli.arguments', 'absorb_formal.cli.check']"]
 
 
 def test_importing_the_api_loads_no_command_line_module():
@@ -118,6 +150,38 @@ def test_importing_the_api_loads_no_command_line_module():
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+# Deciding one claim of a concrete block, warm cache: what its path imports. numpy, flint
+# (exact linear algebra) and lark (the parser) are needed; the solvers, sympy (lemmas are read
+# from the cache), torch, onnx and the progress bars are not, nor the modules of the other
+# commands, of certificates (no --certificates) and of weight formats (no load(...)).
+NEEDED = {"numpy", "flint", "lark"}
+DEFERRED = {"sympy", "mpmath", "z3", "cvc5", "ortools", "torch", "tqdm", "onnx", "zipfile",
+            "absorb_formal.cli.check", "absorb_formal.cli.scan", "absorb_formal.scanner",
+            "absorb_formal.export", "absorb_formal.certify.documents",
+            "absorb_formal.checker.document", "absorb_formal.weights.npz",
+            "absorb_formal.weights.safetensors", "absorb_formal.weights.onnx_file"}
+EXAMPLE = ROOT / "specs" / "examples" / "relu_absorbable.mlp"
+
+
+def test_one_claim_imports_only_what_its_path_needs(tmp_path):
+    """A subprocess runs `absorb-prove R.mlp` twice (the first fills the cache of parser
+    tables and lemma results, as a user's first run does) and lists what the second loaded."""
+    block = EXAMPLE.read_text(encoding="utf-8").split("\nclaim ")[0]  # its block R alone
+    (tmp_path / "R.mlp").write_text(block + "\nclaim R is absorbable\n", encoding="utf-8")
+    env = {**os.environ, "ABSORB_FORMAL_CACHE": str(tmp_path / "cache"),
+           "ABSORB_FORMAL_CACHE_KEY": str(tmp_path / "key"), "PYTHONPATH": str(ROOT)}
+    code = ("import io, sys\n"
+            "from absorb_formal.cli import main\n"
+            "out = io.StringIO()\n"
+            "assert main(['R.mlp'], out, sys.stderr) == 0, out.getvalue()\n"
+            f"print(sorted(m for m in {sorted(NEEDED | DEFERRED)!r} if m in sys.modules))")
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, check=True)
+    loaded = set(ast.literal_eval(run.stdout.strip()))
+    assert loaded == NEEDED, sorted(loaded - NEEDED)
 
 
 def test_a_circle_is_found_even_behind_a_lazy_import(tmp_path):

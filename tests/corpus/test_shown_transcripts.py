@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from absorb_formal.cli.prove import main
+from absorb_formal.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

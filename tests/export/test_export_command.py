@@ -11,11 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from absorb_formal import export
 from absorb_formal.certify import documents as proofs
-from absorb_formal.export import witness as export
-from absorb_formal.export.witness import ExportError, read_export, round_values
+from absorb_formal.export import choosing
+from absorb_formal.export.rounding import ExportError, round_values
 from absorb_formal.language import load_file
 from absorb_formal.model.blocks import Matrix
+from absorb_formal.weights import exported as export_files
+from absorb_formal.weights.exported import read_export
 
 SPEC = """\
 block R {
@@ -450,7 +453,7 @@ def test_the_sample_gate_catches_arrays_that_do_not_compute_the_block(cli, spec,
         out["down"] = type(down)(values, down.max_rel_error)
         return out
 
-    monkeypatch.setattr(export, "rounded_arrays", off)
+    monkeypatch.setattr(choosing, "rounded_arrays", off)
     run = cli("export", spec, "R", "--out", tmp_path / "r.npz", "--points", "2000")
     assert run.code == 2 and "nothing written" in run.err, run.out
     assert not (tmp_path / "r.npz").exists()
@@ -467,7 +470,7 @@ def test_a_file_system_that_refuses_the_file_is_an_error_not_a_traceback(cli, sp
     def full(out, fill, force):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(export, "_write_new", full)
+    monkeypatch.setattr(export_files, "_write_new", full)
     run = cli("export", spec, "R", "--out", tmp_path / "r.npz", "--points", "100")
     assert run.code == 2 and "r.npz: cannot write: No space left on device" in run.err
     assert "Traceback" not in run.err

@@ -17,7 +17,7 @@ onnx = pytest.importorskip("onnx")
 
 from absorb_formal.language.numbers import parse_decimal  # noqa: E402
 from absorb_formal.scanner.found import FoundBlock, FoundNorm, TensorRef  # noqa: E402
-from absorb_formal.scanner.onnx_graph import find_blocks  # noqa: E402
+from absorb_formal.scanner.onnx_find import find_blocks  # noqa: E402
 
 from ..onnx_eval import run  # noqa: E402
 from .test_onnx_sublayer_finder import Builder, _array, block_output, gelu_torch, silu  # noqa: E402

@@ -1,4 +1,4 @@
-"""The ONNX finder (`scanner/onnx_graph.py`): MLP sublayers found by graph pattern in models
+"""The ONNX finder (`scanner/onnx_find.py`): MLP sublayers found by graph pattern in models
 built with onnx.helper — each activation arrangement, MatMul+Add, Gemm (transB), Transpose
 of a weight, Identity nodes, gated blocks — checked numerically against a small numpy
 interpreter of the graph; near misses (constants that merely look like gelu's) skipped with
@@ -18,7 +18,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from absorb_formal.scanner.found import FoundBlock, TensorRef  # noqa: E402
-from absorb_formal.scanner.onnx_graph import find_blocks  # noqa: E402
+from absorb_formal.scanner.onnx_find import find_blocks  # noqa: E402
 from absorb_formal.weights.arrays import load_array  # noqa: E402
 
 from ..onnx_eval import run  # noqa: E402

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import absorb_formal
-from absorb_formal.export.witness import _write_safetensors
 from absorb_formal.scanner.find import ScanError, find_named, language_activation, open_checkpoint
+from absorb_formal.weights import safetensors
 
 RNG_SEED = 7
 
@@ -21,7 +21,7 @@ def _save(path: Path, tensors: dict[str, np.ndarray]) -> None:
         np.savez(path, **tensors)
     else:
         with open(path, "wb") as stream:
-            _write_safetensors(stream, tensors, {})
+            safetensors.write(stream, tensors, {})
 
 
 def _planted(d: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -357,11 +357,11 @@ def _relu_mlp(x: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarray:
 
 def _read(path: Path) -> dict[str, np.ndarray]:
     """Every tensor of a float32 / float64 safetensors file, as float64."""
-    from absorb_formal.weights.arrays import shapes, stored
+    from absorb_formal.weights.arrays import shapes
 
     out = {}
     for key in shapes(path):
-        code, shape, data = stored(path, key)
+        code, shape, data = safetensors.stored(path, key)
         out[key] = np.frombuffer(data, {"F32": "<f4", "F64": "<f8"}[code]).reshape(shape)
     return {k: v.astype(np.float64) for k, v in out.items()}
 
@@ -428,11 +428,10 @@ def test_export_is_refused_when_some_sublayer_has_no_proved_width(cli, tmp_path)
 def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_path):
     torch = pytest.importorskip("torch")
     folder = gpt2(tmp_path / "g")
-    from absorb_formal.weights.arrays import stored
 
     state = {}
     for key in _read(folder / "model.safetensors"):
-        code, shape, data = stored(folder / "model.safetensors", key)
+        code, shape, data = safetensors.stored(folder / "model.safetensors", key)
         state[key] = torch.from_numpy(np.frombuffer(data, "<f4").reshape(shape).copy())
     state["transformer.h.0.mlp.c_fc.weight"] = state["transformer.h.0.mlp.c_fc.weight"].to(
         torch.bfloat16)  # exact: small integers
@@ -448,7 +447,7 @@ def test_a_pytorch_state_dict_is_copied_bit_for_bit_and_decided_alike(cli, tmp_p
     spec = tmp_path / "out" / "p.mlp"
     assert cli("scan", pickled, "--write-spec", spec).code == 0
     copy = tmp_path / "out" / "pytorch_model.safetensors"
-    code, shape, data = stored(copy, "transformer.h.0.mlp.c_fc.weight")
+    code, shape, data = safetensors.stored(copy, "transformer.h.0.mlp.c_fc.weight")
     assert code == "BF16" and data == state["transformer.h.0.mlp.c_fc.weight"].view(
         torch.int16).numpy().tobytes()
     assert cli("--expect", spec).code == 0

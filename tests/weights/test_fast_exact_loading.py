@@ -104,13 +104,13 @@ def test_a_file_changed_between_two_loads_is_read_again(tmp_path):
 
 
 def test_one_key_loaded_twice_is_read_once_and_shared_read_only(tmp_path, monkeypatch):
-    from absorb_formal.weights import arrays
+    from absorb_formal.weights import common
 
     path = tmp_path / "w.safetensors"
     write_safetensors(path, {"a": _bits(VALUES, "BF16")})
     young, again = load_array(path, "a"), load_array(path, "a")
     assert young.bits is not again.bits  # changed under 2 s ago: read again, never served
-    monkeypatch.setattr(arrays, "SETTLED_NS", -1)  # as if written long ago
+    monkeypatch.setattr(common, "SETTLED_NS", -1)  # as if written long ago
     first, second = load_array(path, "a"), load_array(path, "a")
     assert first.bits is second.bits and not first.bits.flags.writeable
     assert np.array_equal(second.T.array(), first.array().T)
