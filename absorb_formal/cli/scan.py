@@ -11,6 +11,7 @@ from ..api import DEFAULT_TIMEOUT
 from ..certify import documents as proofs
 from ..decide import progress as bars
 from ..model.blocks import Claim
+from ..scanner.cluster import problem as cluster_problem
 from ..scanner.find import needs_copies, open_checkpoint
 from ..scanner.found import ScanError
 from ..scanner.run import BlockAnswer, ScanReport, scan, with_expectations
@@ -155,7 +156,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
-                        help="decide N sublayers at once, in N processes (default 1)")
+                        help="decide N sublayers at once (default 1): on a Dask LocalCluster "
+                             "of N worker processes (local:N) when the dask extra is "
+                             "installed, else in N processes")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="decide the sublayers on a Dask cluster (the dask extra): "
+                             "tcp://HOST:PORT, a running scheduler whose workers see the "
+                             "checkpoint at the same path, or local:N, N worker processes "
+                             "on this machine; one task per sublayer")
+    parser.add_argument("--no-cluster", action="store_true",
+                        help="-j N: decide in N processes of a pool, even with dask "
+                             "installed")
     return parser
 
 
@@ -187,7 +198,9 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     try:
         report = scan(args.path, activation=args.activation, timeout=args.timeout,
                       spec_file=args.write_spec, progress=tick, workers=args.jobs,
-                      force_activation=args.force_activation)
+                      force_activation=args.force_activation,
+                      cluster=False if args.no_cluster else args.cluster,
+                      notify=lambda line: print(line, file=stderr))
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         return EXIT_ERROR
@@ -272,6 +285,14 @@ def _refusal(args: argparse.Namespace) -> str:
         return f"--export {args.export}: exists and is not an empty folder"
     if args.timeout < 0:
         return "--timeout must be >= 0"
+    return _cluster_refusal(args)
+
+
+def _cluster_refusal(args: argparse.Namespace) -> str:
+    if args.cluster is not None and args.no_cluster:
+        return "--cluster and --no-cluster contradict each other"
+    if args.cluster is not None and (problem := cluster_problem(args.cluster)):
+        return f"--cluster {problem}"
     return ""
 
 
