@@ -14,6 +14,9 @@ from ..model.blocks import Claim
 from ..scanner.cluster import problem as cluster_problem
 from ..scanner.find import needs_copies, open_checkpoint
 from ..scanner.found import ScanError
+from ..scanner.results import DEFAULT_NAME
+from ..scanner.results import default_file as default_results
+from ..scanner.results import problem as results_problem
 from ..scanner.run import BlockAnswer, ScanReport, scan, with_expectations
 from .arguments import nonnegative, parse, seconds
 
@@ -167,6 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-cluster", action="store_true",
                         help="-j N: decide in N processes of a pool, even with dask "
                              "installed")
+    parser.add_argument("--results", type=Path, metavar="FILE",
+                        help="the SQLite file where each decided sublayer is kept as it "
+                             f"arrives and taken from by later scans (default: "
+                             f"{DEFAULT_NAME} in the --certificates folder, else beside "
+                             "--write-spec, else in the working directory)")
+    parser.add_argument("--no-results", action="store_true",
+                        help="keep no results file, and take nothing from one")
     return parser
 
 
@@ -200,7 +210,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
                       spec_file=args.write_spec, progress=tick, workers=args.jobs,
                       force_activation=args.force_activation,
                       cluster=False if args.no_cluster else args.cluster,
-                      notify=lambda line: print(line, file=stderr))
+                      results=_results_file(args), notify=lambda line: print(line, file=stderr))
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         return EXIT_ERROR
@@ -293,7 +303,17 @@ def _cluster_refusal(args: argparse.Namespace) -> str:
         return "--cluster and --no-cluster contradict each other"
     if args.cluster is not None and (problem := cluster_problem(args.cluster)):
         return f"--cluster {problem}"
+    if args.results is not None and args.no_results:
+        return "--results and --no-results contradict each other"
+    if args.results is not None and (problem := results_problem(args.results)):
+        return f"--results {problem}"
     return ""
+
+
+def _results_file(args: argparse.Namespace) -> Path | None:
+    if args.no_results:
+        return None
+    return args.results or default_results(args.certificates, args.write_spec)
 
 
 def _unexportable(args: argparse.Namespace) -> str:

@@ -95,11 +95,14 @@ class ScanReport:
     report: FileReport | None = None
     interrupted: bool = False
     checkpoint: Checkpoint | None = None
+    # the results file: {"file", "reused": [where...], "stored": N} (None: none was used)
+    results: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)  # what the scan said on the way
 
     def as_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "blocks": [b.as_json() for b in self.blocks],
-                "skipped": [{"where": s.where, "why": s.why} for s in self.skipped]}
+                "skipped": [{"where": s.where, "why": s.why} for s in self.skipped],
+                "results": self.results}
 
 
 # ---- the spec --------------------------------------------------------------------------------
@@ -191,7 +194,8 @@ def with_expectations(lines: list[str], report: FileReport) -> str:
 def scan(path: Path | str, *, activation: str | None = None, timeout: float = DEFAULT_TIMEOUT,
          spec_file: Path | None = None, progress: Callable[[FoundBlock], None] | None = None,
          workers: int = 1, force_activation: bool = False, cluster: Any = None,
-         notify: Callable[[str], None] | None = None) -> ScanReport:
+         results: Path | str | None = None, notify: Callable[[str], None] | None = None
+         ) -> ScanReport:
     """Find and decide every MLP sublayer of the checkpoint at `path`. `activation`: the
     activation to decide where the checkpoint names none, or the same as it names (another
     one only with `force_activation`). `spec_file`: where the spec will be written (its
@@ -202,8 +206,10 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
     worker processes when the `dask` extra is installed, else in a process pool. `cluster`:
     "local:N", a Dask scheduler's address ("tcp://HOST:PORT") or a `distributed.Client`, to
     decide there (`scanner/cluster.py`); False for the process pool even with dask
-    installed. `notify`: called with each line the scan has to say on the way (the
-    cluster); the lines are also in `report.notes`."""
+    installed. `results`: an SQLite file where each decided sublayer is kept as it arrives,
+    and from which a later scan takes what it holds (`scanner/results.py`; None: none).
+    `notify`: called with each line the scan has to say on the way (results reused, the
+    cluster, a results file not used); the lines are also in `report.notes`."""
     scratch = None
     copies = spec_file.parent if spec_file is not None else None
     if copies is None and needs_copies(Path(path)):
@@ -233,7 +239,7 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
     asked = [where.get(b.name, ()) + where[bare_name(b)] for b in blocks]
     runner = _runner(workers, cluster)
     spread = runner is not None or workers > 1  # elsewhere: each job reads its own tensors
-    own = _own_texts(lines, asked) if spread else None
+    own = _own_texts(lines, asked) if spread or results is not None else None
     jobs = [(own[i] if spread and own else result.spec_text, shown, folder, asked[i], timeout)
             for i in range(len(blocks))]
 
@@ -242,7 +248,8 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
         if notify is not None:
             notify(line)
 
-    outcomes = _outcomes(blocks, jobs, report.spec, workers, runner, progress, say)
+    outcomes = _outcomes(blocks, jobs, report.spec, workers, runner, progress,
+                         None if results is None else Path(results), own, result, say)
     for block, (entries, interrupted, seconds) in zip(blocks, outcomes, strict=False):
         report.entries += entries
         by_line = {e.statement.pos.line: StatementResult.of(e) for e in entries}
@@ -321,16 +328,56 @@ Outcome = tuple[list[Entry], bool, float]
 
 
 def _outcomes(blocks: list[FoundBlock], jobs: list[Job], spec: Spec, workers: int, runner: Any,
-              progress: Callable[[FoundBlock], None] | None, say: Callable[[str], None]
+              progress: Callable[[FoundBlock], None] | None, results: Path | None,
+              own: list[str] | None, report: ScanReport, say: Callable[[str], None]
               ) -> list[Outcome]:
-    """Each block's decision, in block order, up to the first one interrupted: decided here,
-    by `workers` processes, or on the Dask cluster `runner`, in the order they arrive."""
+    """Each block's decision, in block order, up to the first one interrupted: taken from
+    the results file where it holds the block's question, else decided (here, by `workers`
+    processes, or on the Dask cluster `runner`) and stored there as it arrives."""
+    from . import results as kept
+
     found: dict[int, Outcome] = {}
-    for i, value, _ in _decided(list(range(len(blocks))), blocks, jobs, spec, workers, runner,
-                                progress, say):
-        found[i] = value
-        if value[1]:  # interrupted
-            break
+    keys: dict[int, str] = {}
+    store = kept.Store(results, say) if results is not None else None
+    if store is not None and not store.usable:
+        store = None
+    tool = kept.tool_key()
+    if store is not None and own is not None:
+        for i, (block, job) in enumerate(zip(blocks, jobs, strict=True)):
+            try:
+                keys[i] = kept.row_key(kept.question(own[i], job[2]), tool)
+            except ValueError:  # a tensor that cannot be read: decided (and said) below
+                continue
+            text = store.get(keys[i])
+            rebuilt = None if text is None else kept.entries_from(text, spec, job[3])
+            if rebuilt is not None:
+                found[i] = (rebuilt[0], False, rebuilt[1])
+                if progress is not None:
+                    progress(block)
+        report.results = {"file": str(results), "reused": [blocks[i].where for i in found],
+                          "stored": 0}
+        if found:
+            say(f"results: {results}: {len(found)} of {len(blocks)} sublayer(s) already "
+                "decided there, not decided again")
+    todo = [i for i in range(len(blocks)) if i not in found]
+    try:
+        for i, value, tool_used in _decided(todo, blocks, jobs, spec, workers, runner,
+                                             progress, say):
+            found[i] = value
+            entries, interrupted, seconds = value
+            if interrupted:
+                break
+            if store is not None and i in keys and (text := kept.payload(entries, seconds)):
+                if tool_used != tool:
+                    say(f"results: the workers decide with {tool_used}, not {tool}: their "
+                        "answers are not stored")
+                    continue
+                store.put(keys[i], blocks[i].name, blocks[i].where, tool, text)
+    finally:
+        if store is not None:
+            if report.results is not None:
+                report.results["stored"] = store.stored
+            store.close()
     ordered = []
     for i in range(len(blocks)):
         if i not in found:
