@@ -67,14 +67,29 @@ output:
      "seconds", "notes", "norm": {"kind", "placement", "eps"},
      "any_width": "yes"|"no"|"unknown",
      "bare": {"question", "absorbable", "min_width", "any_width", "method", "reason"}}],
-     "skipped": [{"where", "why"}], "spec", "certificates", "export", "error" (only when
-     a file asked for was not written: why), "exit_code"}
+     "skipped": [{"where", "why"}], "results": {"file", "reused", "stored"} or null,
+     "spec", "certificates", "export", "error" (only when a file asked for was not
+     written: why), "exit_code"}
   norm: kind layernorm or rmsnorm, placement pre, post, sandwich or unknown, eps the
   exact decimal (all null when no norm sits beside the MLP).
   The fields before "norm" describe the sublayer. min_width: lo = hi when exact; hi null
   when no upper bound is known; [null, null] when no width absorbs it (proved). any_width:
   is it absorbable at some width. "name" is the block's name in the spec; the bare block
   is NAME_bare there when a norm sits beside it.
+  On stderr, whatever the format: the cluster used, the results file's sublayers taken
+  ("results: FILE: K of N sublayer(s) already decided there, not decided again"), and why
+  a results file or a worker's resources are not used.
+
+cluster (the dask extra: pip install 'absorb_formal[dask]'):
+  One task per sublayer; a worker reads the tensors itself from the checkpoint's path.
+  --cluster local:N starts N worker processes here, each declaring MEMORY (its share of
+  the memory available); -j N > 1 does the same when dask is installed (--no-cluster: a
+  pool of N processes, as without dask). --cluster tcp://HOST:PORT uses a running
+  scheduler; workers that declare no MEMORY resource get the tasks without their memory
+  estimates (said on stderr). A task declares its estimate (exact LU of order m + 1, the
+  weights) as MEMORY. A worker that dies, a deciding process killed, a task past its
+  deadline (each question's --timeout plus reading time) or a lost scheduler make that
+  sublayer unknown with the reason; the scan goes on.
 
 files:
   --write-spec FILE  the spec that was decided: one block per sublayer loading its
@@ -111,6 +126,15 @@ files:
                      the scan, naming the tensor: weights shared with other nodes, MLP
                      values read outside it, no residual Add, MLP tensors in external
                      data or not FLOAT/DOUBLE/BFLOAT16.
+  --results FILE     an SQLite file that keeps each sublayer as its answer arrives (one
+                     transaction each; only sublayers whose every statement was decided,
+                     no unknown) and from which a rerun takes them, keyed by the SHA-256
+                     of the tensors each loads, its question and the tool's code: a scan
+                     killed part-way resumes, writing the same JSON, spec and
+                     certificates. Default: .absorb-results.sqlite in the --certificates
+                     folder, else beside --write-spec, else here (--no-results: none). A
+                     FILE that is not such a database is never changed: refused (exit 2)
+                     when named, passed over (said) at the default place.
   --export-bare      with --export: write the bare blocks' witnesses instead (x + F(x),
                      the paper's question). For a pre-norm model they are NOT drop-in
                      replacements; config.json's record (an ONNX model's metadata) says
@@ -120,7 +144,8 @@ exit codes:
   0  every sublayer (as the model computes it) decided at its own width (yes or no)
   1  (not used: a "no" is an answer, not a failure)
   2  an error: unreadable checkpoint, unknown activation, a tensor of the wrong shape,
-     FILE or DIR exists, --export impossible, no MLP sublayer found (nothing written)
+     FILE or DIR exists, --export impossible, no MLP sublayer found (nothing written),
+     --cluster without dask or its scheduler unreachable, --results FILE not ours
   3  some sublayer unknown at its own width
   130 interrupted
 """
