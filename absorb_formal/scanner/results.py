@@ -237,13 +237,19 @@ class Store:
         try:
             if fresh:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            where = path.resolve().as_uri() + ("" if self.create else "?mode=ro")
-            self.connection = sqlite3.connect(where, timeout=BUSY_SECONDS,
-                                              isolation_level=None, uri=True)
+            # read-write even to look: a file of ours that a killed scan left with a hot
+            # journal is rolled back by SQLite on opening (a read-only look would fail)
+            self.connection = sqlite3.connect(path, timeout=BUSY_SECONDS,
+                                              isolation_level=None)
             if fresh:
                 self._create()
-            found = dict(self.connection.execute("SELECT name, value FROM meta"))
         except (sqlite3.Error, OSError) as error:
+            self._off(f"cannot be {'created' if fresh else 'opened'} ({error}): results are "
+                      "not kept")
+            return
+        try:
+            found = dict(self.connection.execute("SELECT name, value FROM meta"))
+        except (sqlite3.Error, ValueError) as error:
             self._off(f"not an absorb_formal results database ({error}): neither used nor "
                       "changed, and results are not kept (give another --results FILE)")
             return

@@ -214,3 +214,22 @@ def test_results_go_to_the_certificates_folder_then_beside_the_spec_then_here(
     assert cli("scan", folder).code == 0 and _rows(tmp_path / name) == 1
     both = cli("scan", folder, "--results", "x.sqlite", "--no-results")
     assert both.code == 2 and "contradict" in both.err
+
+
+def test_a_row_being_written_when_the_scan_is_killed_is_rolled_back_and_the_file_kept(
+        tmp_path):
+    folder = gpt2(tmp_path / "g", layers=2)
+    file = tmp_path / "r.sqlite"
+    scan(folder, results=file)
+    code = ("import os, signal, sqlite3\n"
+            f"db = sqlite3.connect({str(file)!r}, isolation_level=None)\n"
+            "db.execute('BEGIN IMMEDIATE')\n"
+            "db.execute(\"DELETE FROM answers\")\n"
+            "db.execute(\"INSERT INTO answers VALUES ('k', 'b', 'p', 't', '{}', 'd', 's')\")\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    killed = subprocess.run([sys.executable, "-c", code], check=False)
+    assert killed.returncode == -signal.SIGKILL
+    assert Path(f"{file}-journal").exists()  # the half-written transaction
+    assert results.problem(file) == ""
+    again = scan(folder, results=file)
+    assert len(again.results["reused"]) == 2 and _rows(file) == 2
