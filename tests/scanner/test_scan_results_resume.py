@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from absorb_formal.export.witness import _write_safetensors
+from absorb_formal.model.result import unknown
 from absorb_formal.scanner import results, run
 from absorb_formal.scanner.run import scan
 
@@ -138,13 +140,23 @@ def test_a_changed_tensor_is_another_question(tmp_path):
     assert again.results == {"file": str(file), "reused": [], "stored": 2}
 
 
-def test_unknown_answers_are_not_stored_and_are_decided_again(tmp_path):
-    folder = gpt2(tmp_path / "g", layers=2, norms=False, d=6, m=40)
+def test_unknown_answers_are_not_stored_and_are_decided_again(tmp_path, monkeypatch):
+    folder = gpt2(tmp_path / "g", layers=2)
     file = tmp_path / "r.sqlite"
-    cut = scan(folder, results=file, timeout=0.001)
-    assert {b.absorbable for b in cut.blocks} == {"unknown"}
+
+    def cut_short(job: Any) -> Any:  # each block's last statement runs out of time
+        entries, interrupted, seconds = _decide_block(job)
+        said = unknown("timeout after 1 s")
+        return [*entries[:-1], replace(entries[-1], result=said, exact=said)], interrupted, \
+            seconds
+
+    monkeypatch.setattr(run, "_decide_block", cut_short)
+    cut = scan(folder, results=file)
+    assert all("timeout after 1 s" in b.bare.reason for b in cut.blocks)  # the bare query
     assert cut.results["stored"] == 0 and _rows(file) == 0
-    assert scan(folder, results=file, timeout=0.001).results["reused"] == []
+    monkeypatch.setattr(run, "_decide_block", _decide_block)
+    again = scan(folder, results=file)
+    assert again.results["reused"] == [] and again.results["stored"] == 2
 
 
 def test_an_edited_row_is_not_believed(tmp_path):
