@@ -27,6 +27,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # served from a cache another run wrote; tests/model/test_startup_disk_cache.py turns it on in a
 # temporary folder.
 os.environ["ABSORB_FORMAL_CACHE"] = "off"
+# Nor a scan results file (scanner/results.py) in the working directory: a scan that is to decide
+# afresh must not take its answers from a file another test left; tests of the file name one.
+os.environ["ABSORB_FORMAL_RESULTS"] = "off"
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "specs"

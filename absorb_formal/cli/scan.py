@@ -11,8 +11,12 @@ from ..api import DEFAULT_TIMEOUT
 from ..certify import documents as proofs
 from ..decide import progress as bars
 from ..model.blocks import Claim
+from ..scanner.cluster import problem as cluster_problem
 from ..scanner.find import needs_copies, open_checkpoint
 from ..scanner.found import ScanError
+from ..scanner.results import DEFAULT_NAME
+from ..scanner.results import default_file as default_results
+from ..scanner.results import problem as results_problem
 from ..scanner.run import BlockAnswer, ScanReport, scan, with_expectations
 from .arguments import nonnegative, parse, seconds
 
@@ -63,14 +67,29 @@ output:
      "seconds", "notes", "norm": {"kind", "placement", "eps"},
      "any_width": "yes"|"no"|"unknown",
      "bare": {"question", "absorbable", "min_width", "any_width", "method", "reason"}}],
-     "skipped": [{"where", "why"}], "spec", "certificates", "export", "error" (only when
-     a file asked for was not written: why), "exit_code"}
+     "skipped": [{"where", "why"}], "results": {"file", "reused", "stored"} or null,
+     "spec", "certificates", "export", "error" (only when a file asked for was not
+     written: why), "exit_code"}
   norm: kind layernorm or rmsnorm, placement pre, post, sandwich or unknown, eps the
   exact decimal (all null when no norm sits beside the MLP).
   The fields before "norm" describe the sublayer. min_width: lo = hi when exact; hi null
   when no upper bound is known; [null, null] when no width absorbs it (proved). any_width:
   is it absorbable at some width. "name" is the block's name in the spec; the bare block
   is NAME_bare there when a norm sits beside it.
+  On stderr, whatever the format: the cluster used, the results file's sublayers taken
+  ("results: FILE: K of N sublayer(s) already decided there, not decided again"), and why
+  a results file or a worker's resources are not used.
+
+cluster (the dask extra: pip install 'absorb_formal[dask]'):
+  One task per sublayer; a worker reads the tensors itself from the checkpoint's path.
+  --cluster local:N starts N worker processes here, each declaring MEMORY (its share of
+  the memory available); -j N > 1 does the same when dask is installed (--no-cluster: a
+  pool of N processes, as without dask). --cluster tcp://HOST:PORT uses a running
+  scheduler; workers that declare no MEMORY resource get the tasks without their memory
+  estimates (said on stderr). A task declares its estimate (exact LU of order m + 1, the
+  weights) as MEMORY. A worker that dies, a deciding process killed, a task past its
+  deadline (each question's --timeout plus reading time) or a lost scheduler make that
+  sublayer unknown with the reason; the scan goes on.
 
 files:
   --write-spec FILE  the spec that was decided: one block per sublayer loading its
@@ -107,6 +126,15 @@ files:
                      the scan, naming the tensor: weights shared with other nodes, MLP
                      values read outside it, no residual Add, MLP tensors in external
                      data or not FLOAT/DOUBLE/BFLOAT16.
+  --results FILE     an SQLite file that keeps each sublayer as its answer arrives (one
+                     transaction each; only sublayers whose every statement was decided,
+                     no unknown) and from which a rerun takes them, keyed by the SHA-256
+                     of the tensors each loads, its question and the tool's code: a scan
+                     killed part-way resumes, writing the same JSON, spec and
+                     certificates. Default: .absorb-results.sqlite in the --certificates
+                     folder, else beside --write-spec, else here (--no-results: none). A
+                     FILE that is not such a database is never changed: refused (exit 2)
+                     when named, passed over (said) at the default place.
   --export-bare      with --export: write the bare blocks' witnesses instead (x + F(x),
                      the paper's question). For a pre-norm model they are NOT drop-in
                      replacements; config.json's record (an ONNX model's metadata) says
@@ -116,7 +144,8 @@ exit codes:
   0  every sublayer (as the model computes it) decided at its own width (yes or no)
   1  (not used: a "no" is an answer, not a failure)
   2  an error: unreadable checkpoint, unknown activation, a tensor of the wrong shape,
-     FILE or DIR exists, --export impossible, no MLP sublayer found (nothing written)
+     FILE or DIR exists, --export impossible, no MLP sublayer found (nothing written),
+     --cluster without dask or its scheduler unreachable, --results FILE not ours
   3  some sublayer unknown at its own width
   130 interrupted
 """
@@ -155,7 +184,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
-                        help="decide N sublayers at once, in N processes (default 1)")
+                        help="decide N sublayers at once (default 1): on a Dask LocalCluster "
+                             "of N worker processes (local:N) when the dask extra is "
+                             "installed, else in N processes")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help="decide the sublayers on a Dask cluster (the dask extra): "
+                             "tcp://HOST:PORT, a running scheduler whose workers see the "
+                             "checkpoint at the same path, or local:N, N worker processes "
+                             "on this machine; one task per sublayer")
+    parser.add_argument("--no-cluster", action="store_true",
+                        help="-j N: decide in N processes of a pool, even with dask "
+                             "installed")
+    parser.add_argument("--results", type=Path, metavar="FILE",
+                        help="the SQLite file where each decided sublayer is kept as it "
+                             f"arrives and taken from by later scans (default: "
+                             f"{DEFAULT_NAME} in the --certificates folder, else beside "
+                             "--write-spec, else in the working directory)")
+    parser.add_argument("--no-results", action="store_true",
+                        help="keep no results file, and take nothing from one")
     return parser
 
 
@@ -187,7 +233,9 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     try:
         report = scan(args.path, activation=args.activation, timeout=args.timeout,
                       spec_file=args.write_spec, progress=tick, workers=args.jobs,
-                      force_activation=args.force_activation)
+                      force_activation=args.force_activation,
+                      cluster=False if args.no_cluster else args.cluster,
+                      results=_results_file(args), notify=lambda line: print(line, file=stderr))
     except ScanError as error:
         print(f"absorb-prove scan: error: {error}", file=stderr)
         return EXIT_ERROR
@@ -272,7 +320,25 @@ def _refusal(args: argparse.Namespace) -> str:
         return f"--export {args.export}: exists and is not an empty folder"
     if args.timeout < 0:
         return "--timeout must be >= 0"
+    return _cluster_refusal(args)
+
+
+def _cluster_refusal(args: argparse.Namespace) -> str:
+    if args.cluster is not None and args.no_cluster:
+        return "--cluster and --no-cluster contradict each other"
+    if args.cluster is not None and (problem := cluster_problem(args.cluster)):
+        return f"--cluster {problem}"
+    if args.results is not None and args.no_results:
+        return "--results and --no-results contradict each other"
+    if args.results is not None and (problem := results_problem(args.results)):
+        return f"--results {problem}"
     return ""
+
+
+def _results_file(args: argparse.Namespace) -> Path | None:
+    if args.no_results:
+        return None
+    return args.results or default_results(args.certificates, args.write_spec)
 
 
 def _unexportable(args: argparse.Namespace) -> str:

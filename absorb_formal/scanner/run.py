@@ -22,6 +22,7 @@ from typing import Any
 from ..api import DEFAULT_TIMEOUT, StatementResult, decide_spec
 from ..language import SpecError, load_text
 from ..model.blocks import Spec
+from ..model.result import unknown
 from ..report import Entry, FileReport
 from .find import Checkpoint, ScanError, find_blocks, needs_copies, open_checkpoint
 from .found import FoundBlock, FoundNorm, Skipped, TensorRef
@@ -94,10 +95,14 @@ class ScanReport:
     report: FileReport | None = None
     interrupted: bool = False
     checkpoint: Checkpoint | None = None
+    # the results file: {"file", "reused": [where...], "stored": N} (None: none was used)
+    results: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)  # what the scan said on the way
 
     def as_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "blocks": [b.as_json() for b in self.blocks],
-                "skipped": [{"where": s.where, "why": s.why} for s in self.skipped]}
+                "skipped": [{"where": s.where, "why": s.why} for s in self.skipped],
+                "results": self.results}
 
 
 # ---- the spec --------------------------------------------------------------------------------
@@ -188,12 +193,23 @@ def with_expectations(lines: list[str], report: FileReport) -> str:
 
 def scan(path: Path | str, *, activation: str | None = None, timeout: float = DEFAULT_TIMEOUT,
          spec_file: Path | None = None, progress: Callable[[FoundBlock], None] | None = None,
-         workers: int = 1, force_activation: bool = False) -> ScanReport:
+         workers: int = 1, force_activation: bool = False, cluster: Any = None,
+         results: Path | str | None = None, notify: Callable[[str], None] | None = None
+         ) -> ScanReport:
     """Find and decide every MLP sublayer of the checkpoint at `path`. `activation`: the
     activation to decide where the checkpoint names none, or the same as it names (another
     one only with `force_activation`). `spec_file`: where the spec will be written (its
     loads are relative to that folder); raises ScanError for a checkpoint that cannot be
-    read, SpecError when a tensor cannot be loaded as stated."""
+    read, SpecError when a tensor cannot be loaded as stated.
+
+    `workers` > 1 decides that many sublayers at once: on a Dask LocalCluster of that many
+    worker processes when the `dask` extra is installed, else in a process pool. `cluster`:
+    "local:N", a Dask scheduler's address ("tcp://HOST:PORT") or a `distributed.Client`, to
+    decide there (`scanner/cluster.py`); False for the process pool even with dask
+    installed. `results`: an SQLite file where each decided sublayer is kept as it arrives,
+    and from which a later scan takes what it holds (`scanner/results.py`; None: none).
+    `notify`: called with each line the scan has to say on the way (results reused, the
+    cluster, a results file not used); the lines are also in `report.notes`."""
     scratch = None
     copies = spec_file.parent if spec_file is not None else None
     if copies is None and needs_copies(Path(path)):
@@ -220,10 +236,21 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
         report.spec = _spec(result.spec_text, shown, folder)
     except SpecError as error:
         raise ScanError(_spec_error(error, checkpoint)) from None
-    jobs = [(result.spec_text, shown, folder, where.get(b.name, ()) + where[bare_name(b)],
-             timeout) for b in blocks]
-    for block, (entries, interrupted, seconds) in zip(blocks, _decided(jobs, workers, progress,
-                                                                       blocks), strict=False):
+    asked = [where.get(b.name, ()) + where[bare_name(b)] for b in blocks]
+    runner = _runner(workers, cluster)
+    spread = runner is not None or workers > 1  # elsewhere: each job reads its own tensors
+    own = _own_texts(lines, asked) if spread or results is not None else None
+    jobs = [(own[i] if spread and own else result.spec_text, shown, folder, asked[i], timeout)
+            for i in range(len(blocks))]
+
+    def say(line: str) -> None:
+        result.notes.append(line)
+        if notify is not None:
+            notify(line)
+
+    outcomes = _outcomes(blocks, jobs, report.spec, workers, runner, progress,
+                         None if results is None else Path(results), own, result, say)
+    for block, (entries, interrupted, seconds) in zip(blocks, outcomes, strict=False):
         report.entries += entries
         by_line = {e.statement.pos.line: StatementResult.of(e) for e in entries}
         if interrupted:
@@ -268,27 +295,154 @@ def _decide_block(job: Job) -> tuple[list[Entry], bool, float]:
     return entries, interrupted, time.perf_counter() - start
 
 
-def _decided(jobs: list[Job], workers: int, progress: Callable[[FoundBlock], None] | None,
-             blocks: list[FoundBlock]) -> Iterator[tuple[list[Entry], bool, float]]:
-    """Each block's decision, in order: here, or by `workers` processes."""
-    if workers <= 1:
-        for block, job in zip(blocks, jobs, strict=True):
-            if progress is not None:
-                progress(block)
-            yield _decide_block(job)
-        return
-    from concurrent.futures import ProcessPoolExecutor
+def _runner(workers: int, cluster: Any) -> Any:
+    """Where the sublayers are decided: a Dask cluster (what `cluster` names; "local:N" by
+    default for workers > 1 with dask installed), or None (here, or a process pool)."""
+    from . import cluster as dask_cluster
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_decide_block, job) for job in jobs]
-        try:
-            for block, future in zip(blocks, futures, strict=True):
+    if cluster is False:
+        return None
+    if cluster is None:
+        return f"{dask_cluster.LOCAL}{workers}" if workers > 1 and dask_cluster.installed() \
+            else None
+    if isinstance(cluster, str) and (problem := dask_cluster.problem(cluster)):
+        raise ScanError(f"--cluster {problem}")
+    if not dask_cluster.installed():
+        raise ScanError("--cluster needs the dask extra: pip install 'absorb_formal[dask]'")
+    return cluster
+
+
+def _own_texts(lines: list[str], asked: list[tuple[int, ...]]) -> list[str]:
+    """Each sublayer's spec text: the whole spec with every other sublayer's lines blank, so
+    that its statements keep their line numbers and a worker reads only its tensors."""
+    texts, start = [], 1
+    for numbers in asked:
+        end = max(numbers)
+        texts.append("\n".join(line if start <= n <= end else ""
+                               for n, line in enumerate(lines, 1)) + "\n")
+        start = end + 1
+    return texts
+
+
+Outcome = tuple[list[Entry], bool, float]
+
+
+def _outcomes(blocks: list[FoundBlock], jobs: list[Job], spec: Spec, workers: int, runner: Any,
+              progress: Callable[[FoundBlock], None] | None, results: Path | None,
+              own: list[str] | None, report: ScanReport, say: Callable[[str], None]
+              ) -> list[Outcome]:
+    """Each block's decision, in block order, up to the first one interrupted: taken from
+    the results file where it holds the block's question, else decided (here, by `workers`
+    processes, or on the Dask cluster `runner`) and stored there as it arrives."""
+    from . import results as kept
+
+    found: dict[int, Outcome] = {}
+    keys: dict[int, str] = {}
+    store = kept.Store(results, say) if results is not None else None
+    if store is not None and not store.usable:
+        store = None
+    tool = kept.tool_key()
+    if store is not None and own is not None:
+        for i, (block, job) in enumerate(zip(blocks, jobs, strict=True)):
+            try:
+                keys[i] = kept.row_key(kept.question(own[i], job[2]), tool)
+            except ValueError:  # a tensor that cannot be read: decided (and said) below
+                continue
+            text = store.get(keys[i])
+            rebuilt = None if text is None else kept.entries_from(text, spec, job[3])
+            if rebuilt is not None:
+                found[i] = (rebuilt[0], False, rebuilt[1])
                 if progress is not None:
                     progress(block)
-                yield future.result()
+        report.results = {"file": str(results), "reused": [blocks[i].where for i in found],
+                          "stored": 0}
+        if found:
+            say(f"results: {results}: {len(found)} of {len(blocks)} sublayer(s) already "
+                "decided there, not decided again")
+    todo = [i for i in range(len(blocks)) if i not in found]
+    try:
+        for i, value, tool_used in _decided(todo, blocks, jobs, spec, workers, runner,
+                                             progress, say):
+            found[i] = value
+            entries, interrupted, seconds = value
+            if interrupted:
+                break
+            if store is not None and i in keys and (text := kept.payload(entries, seconds)):
+                if tool_used != tool:
+                    say(f"results: the workers decide with {tool_used}, not {tool}: their "
+                        "answers are not stored")
+                    continue
+                store.put(keys[i], blocks[i].name, blocks[i].where, tool, text)
+    finally:
+        if store is not None:
+            if report.results is not None:
+                report.results["stored"] = store.stored
+            store.close()
+    ordered = []
+    for i in range(len(blocks)):
+        if i not in found:
+            break
+        ordered.append(found[i])
+        if found[i][1]:
+            break
+    return ordered
+
+
+def _decided(todo: list[int], blocks: list[FoundBlock], jobs: list[Job], spec: Spec,
+             workers: int, runner: Any, progress: Callable[[FoundBlock], None] | None,
+             say: Callable[[str], None]) -> Iterator[tuple[int, Outcome, str]]:
+    """(index, decision, the code that decided) of each block in `todo` as it arrives: here
+    (in order), by `workers` processes, or on the Dask cluster `runner`. A block whose task
+    failed (a worker lost, a deadline passed) is decided `unknown` with the reason."""
+    from .results import tool_key
+
+    tool = tool_key()
+    if runner is not None:
+        from . import cluster
+
+        tasks = [cluster.Task(i, blocks[i].where, jobs[i],
+                              cluster.memory_estimate(blocks[i].dim, blocks[i].width,
+                                                      blocks[i].gate is not None,
+                                                      blocks[i].biased),
+                              cluster.time_limit(jobs[i][4], len(jobs[i][3]))) for i in todo]
+        for answer in cluster.decide(tasks, _decide_block, runner, say):
+            if progress is not None:
+                progress(blocks[answer.index])
+            value = answer.value if not answer.reason else _failed(
+                spec, jobs[answer.index][3], answer.reason)
+            yield answer.index, value, answer.tool or tool
+        return
+    if workers <= 1:
+        for i in todo:
+            if progress is not None:
+                progress(blocks[i])
+            yield i, _decide_block(jobs[i]), tool
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(_decide_block, jobs[i]): i for i in todo}
+        try:
+            for future in as_completed(futures):
+                i = futures[future]
+                if progress is not None:
+                    progress(blocks[i])
+                try:
+                    value = future.result()
+                except Exception as error:  # a worker process lost (BrokenProcessPool)
+                    value = _failed(spec, jobs[i][3], f"its worker process failed: "
+                                                      f"{type(error).__name__}: {error}")
+                yield i, value, tool
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+
+
+def _failed(spec: Spec, lines: tuple[int, ...], reason: str) -> Outcome:
+    """A block whose task brought no answer: each of its statements unknown, saying why."""
+    said = unknown(f"not decided: {reason}")
+    return [Entry(s, said, 0.0, spec.expected(s), said) for s in spec.statements
+            if s.pos.line in lines], False, 0.0
 
 
 def _spec_error(error: SpecError, checkpoint: Checkpoint) -> str:

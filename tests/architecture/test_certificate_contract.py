@@ -26,6 +26,8 @@ NOT_CERTIFICATES = {
     ("model/activations.py", "activation.scalar.kind"):
         "an activation's JSON form: the scalar function's kind (relu, poly, ...)",
     ("report.py", "self.kind"): "a result in the report: the claim's kind (absorbable, ...)",
+    ("scanner/results.py", "e.kind"):
+        "a stored result of a scanned sublayer: the claim's kind (absorbable, ...)",
     ("scanner/run.py", "norm.kind or None if norm else None"):
         "a scanned block's norm in the scan report (layernorm, rmsnorm)",
     ("decide/ray_limit.py", "first.kind"):
