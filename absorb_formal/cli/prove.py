@@ -15,6 +15,7 @@ from .. import __version__
 from ..api import DEFAULT_TIMEOUT, prove_report
 from ..decide.dispatch import ENGINES
 from ..language import SpecError
+from ..model import memory
 from ..model.blocks import Claim
 from ..numeric.attach import Options
 from ..numeric.backends import BackendError, backend
@@ -30,7 +31,7 @@ from ..report import (
     expectation_summary,
     summary,
 )
-from .arguments import count, parse, seconds
+from .arguments import count, parse, seconds, size
 from .export import HELP as EXPORT_HELP
 
 DESCRIPTION = """\
@@ -161,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "a claim that runs out ends unknown")
     parser.add_argument("-j", "--jobs", type=count(1), default=1, metavar="N",
                         help="decide N files in parallel (output order is unchanged)")
+    parser.add_argument("--memory", type=size, metavar="SIZE",
+                        help="the most memory an exact LU may hold, e.g. 300MB, 4GB, "
+                             "1.5GiB (default: the memory available); a larger one runs "
+                             "out of core, from a file (docs/rules.md, modular functional)")
     parser.add_argument("--no-timing", action="store_true",
                         help='JSON "seconds" as null, so output is byte-identical across runs')
     parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
@@ -314,4 +319,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     input). The command table (`absorb_formal.cli.main`) calls it for every first word that
     names no other command."""
     args = parse(build_parser(), argv, stdout, stderr)
-    return args if isinstance(args, int) else run_prove(args, stdout, stderr)
+    if isinstance(args, int):
+        return args
+    memory.set_limit(args.memory)
+    return run_prove(args, stdout, stderr)

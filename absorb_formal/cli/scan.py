@@ -10,6 +10,7 @@ from typing import TextIO
 from ..api import DEFAULT_TIMEOUT
 from ..certify import documents as proofs
 from ..decide import progress as bars
+from ..model import memory
 from ..model.blocks import Claim
 from ..scanner.cluster import problem as cluster_problem
 from ..scanner.find import needs_copies, open_checkpoint
@@ -18,7 +19,7 @@ from ..scanner.results import DEFAULT_NAME
 from ..scanner.results import default_file as default_results
 from ..scanner.results import problem as results_problem
 from ..scanner.run import BlockAnswer, ScanReport, scan, with_expectations
-from .arguments import nonnegative, parse, seconds
+from .arguments import nonnegative, parse, seconds, size
 
 EXIT_OK, EXIT_NOT, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -187,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="decide N sublayers at once (default 1): on a Dask LocalCluster "
                              "of N worker processes (local:N) when the dask extra is "
                              "installed, else in N processes")
+    parser.add_argument("--memory", type=size, metavar="SIZE",
+                        help="the most memory an exact LU may hold, e.g. 300MB, 4GB, "
+                             "1.5GiB (default: the memory available); a larger one runs "
+                             "out of core, from a file (docs/rules.md, modular functional)")
     parser.add_argument("--cluster", metavar="ADDRESS",
                         help="decide the sublayers on a Dask cluster (the dask extra): "
                              "tcp://HOST:PORT, a running scheduler whose workers see the "
@@ -216,6 +221,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     args = parse(build_parser(), argv, stdout, stderr)
     if isinstance(args, int):
         return args
+    memory.set_limit(args.memory)
     problem = _refusal(args) or _unexportable(args)
     if problem:
         print(f"absorb-prove scan: error: {problem}", file=stderr)

@@ -58,16 +58,27 @@ def available() -> int:
 _LIMIT: list[int] = []  # `--memory` of the prover and scan, when given
 
 
+ENV = "ABSORB_FORMAL_MEMORY"  # carries --memory (in bytes) to the processes a run starts
+
+
 def set_limit(limit: int | None) -> None:
     """The most memory an exact computation may hold (`--memory SIZE`); None: what is
-    available when it starts."""
+    available when it starts. Kept in the environment too, so that the processes a scan
+    starts (its pool, a local cluster's workers) inherit it."""
     _LIMIT[:] = [] if limit is None else [limit]
+    if limit is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = str(limit)
 
 
 def limit() -> int:
-    """The memory an exact computation may take now: `--memory` if given, else what is
-    available."""
-    return _LIMIT[0] if _LIMIT else available()
+    """The memory an exact computation may take now: `--memory` if given (here or in a
+    parent process), else what is available."""
+    if _LIMIT:
+        return _LIMIT[0]
+    inherited = os.environ.get(ENV, "")
+    return int(inherited) if inherited.isdigit() and int(inherited) > 0 else available()
 
 
 def shown(size: int) -> str:

@@ -110,3 +110,20 @@ def test_rows_that_are_not_residues_are_refused():
     bad = np.full((20, 20), float(P))
     with pytest.raises(ValueError, match="magnitude below"):
         outofcore.determinant(lambda a, b: bad[a:b], 20, P, budget(20, 16))
+
+
+def test_memory_given_on_the_command_line_reaches_the_lu_and_the_processes_it_starts(
+        monkeypatch, cli):
+    from absorb_formal.model import memory
+
+    monkeypatch.delenv(memory.ENV, raising=False)
+    try:
+        memory.set_limit(12_345_678)
+        assert memory.limit() == 12_345_678
+        memory._LIMIT.clear()  # a child process: only the environment is inherited
+        assert memory.limit() == 12_345_678
+    finally:
+        memory.set_limit(None)
+    assert memory.ENV not in __import__("os").environ
+    run = cli("--memory", "4XB", "specs/examples")
+    assert run.code == 2 and "is not a size" in run.err
