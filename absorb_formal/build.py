@@ -28,6 +28,7 @@ import numpy as np
 from . import language
 from .decide import budget
 from .decide import decide as decide_statement
+from .export.files import write_arrays, write_new
 from .export.rounding import ExportError, bf16_to_float32
 from .language import SpecError, load_file
 from .language.load import MAX_SPEC_BYTES
@@ -36,7 +37,6 @@ from .model.activations import Activation
 from .model.blocks import Block, Claim, Layer, Matrix, Query, Skip, Spec
 from .model.position import Pos
 from .model.result import Result, unknown
-from .weights.exported import write_arrays, write_new
 
 WEIGHTS = ("up", "gate", "down")
 BIASES = ("up_bias", "gate_bias", "down_bias")

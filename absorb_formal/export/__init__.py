@@ -3,8 +3,8 @@ witness `construction.py`, its arrays `layout.py`, their sample error `sample.py
 construction chosen `choosing.py`, the record `record.py`), correctly rounded (`rounding.py`,
 `enclosed_doubles.py`), as an ONNX graph (`onnx_block.py`), as a PyTorch module
 (`torch_module.py`), and a whole checkpoint with its MLP sublayers' skips absorbed
-(`checkpoint.py`, `plain.py`, `onnx_patch.py`). The files themselves are written and read
-by `weights/` (`weights/exported.py`: the export record).
+(`checkpoint.py`, `plain.py`, `onnx_patch.py`). The export's files, arrays with their record,
+are written and read back by `files.py`, through the formats of `weights/`.
 
 The Python API keeps its names: `absorb_formal.export.export(...)`, `read_export`,
 `to_torch`, `ExportError`, … each load from its module (HOMES) on first use.
@@ -29,10 +29,10 @@ _MODULES = {
     "rounding": ("EXIT_ERROR", "EXIT_NOT_ABSORBABLE", "EXIT_OK", "ExportError", "Rounded",
                  "bf16_to_float32", "round_matrix", "round_values"),
 }
-# public name → the module that defines it (the files: absorb_formal.weights.exported)
+# public name → the module that defines it (the files: absorb_formal.export.files)
 HOMES = {name: f"{__name__}.{module}" for module, names in _MODULES.items() for name in names}
 HOMES.update(dict.fromkeys(("FORMAT", "read_export", "write_arrays", "write_new"),
-                           "absorb_formal.weights.exported"))
+                           "absorb_formal.export.files"))
 
 
 def __getattr__(name: str) -> Any:

@@ -44,12 +44,12 @@ from typing import Any
 
 import numpy as np
 
+from ..export.files import write_new
 from ..scanner.found import FoundBlock, ScanError
 from ..scanner.onnx_find import _gated
 from ..scanner.onnx_graph import Graph, Linear
 from ..scanner.onnx_sigma import Mismatch
 from ..weights import onnx_file
-from ..weights.exported import write_new
 from .construction import Witness
 from .record import summary
 from .rounding import ExportError

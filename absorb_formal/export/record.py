@@ -15,7 +15,7 @@ sample_max_rel_error writes nothing; default 16 machine epsilons of the dtype, `
 sets it; the error figures are written to full precision, `repr` of the float, and the gate
 compares them); width_note, when the width was not asked or not the proved one: the proved
 bounds, and any construction passed over and why (`choosing.choose`). `write_witness`
-fills it, `weights/exported.py` stores it.
+fills it, `export/files.py` stores it.
 """
 
 from __future__ import annotations

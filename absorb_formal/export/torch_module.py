@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..weights.exported import read_export
+from ..export.files import read_export
 from .layout import layer_arrays
 from .rounding import ExportError
 

@@ -20,7 +20,7 @@ back arrays and figures, so that a later step (such as a normalisation wrapped a
 sublayer) can be added between choosing and writing: the witness (`construction.py`), its
 arrays rounded and padded (`layout.py`), their sample error and gate (`sample.py`), the
 construction chosen (`choosing.py`), the record's lines and load snippet (`record.py`). Files
-are written and read back by `weights/exported.py`; `to_torch` is in `torch_module.py`.
+are written and read back by `export/files.py`; `to_torch` is in `torch_module.py`.
 
 Export is numeric output, not a deciding path: the verdict and the witness come from
 `decide`; rounding happens only in export.
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ..certify import documents as proofs
+from ..export.files import FORMAT, write_arrays
 from ..model.blocks import Block
-from ..weights.exported import FORMAT, write_arrays
 from .choosing import choose, memory_refusal, proved_equal
 from .construction import Witness, find_witness
 from .record import certificate_sha256

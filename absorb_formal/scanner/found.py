@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-class ScanError(ValueError):
-    """A checkpoint scan cannot read: the message names the file, the tensor and what was
-    expected."""
+from ..weights.common import CheckpointError as ScanError  # noqa: F401 - what a scan cannot read
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ Stamp = tuple[int, ...]  # (size, mtime, ctime, inode, device) per file read, co
 SETTLED_NS = 2_000_000_000
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read: the message names the file, the tensor and what was
+    expected (`scanner.found.ScanError` is this class)."""
+
+
 class ArrayError(ValueError):
     """A load that cannot give a finite real matrix; the message is for the user."""
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..scanner.found import ScanError
+from .common import CheckpointError as ScanError
 from .safetensors import Entry, write_new_file
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth")

@@ -14,11 +14,11 @@ import pytest
 from absorb_formal import export
 from absorb_formal.certify import documents as proofs
 from absorb_formal.export import choosing
+from absorb_formal.export import files as export_files
+from absorb_formal.export.files import read_export
 from absorb_formal.export.rounding import ExportError, round_values
 from absorb_formal.language import load_file
 from absorb_formal.model.blocks import Matrix
-from absorb_formal.weights import exported as export_files
-from absorb_formal.weights.exported import read_export
 
 SPEC = """\
 block R {

@@ -16,11 +16,11 @@ from absorb_formal import export
 from absorb_formal.checker.kernel.contract import Check
 from absorb_formal.decide import doubles
 from absorb_formal.export.enclosed_doubles import _exact_rows
+from absorb_formal.export.files import read_export
 from absorb_formal.language.load import load_text
 from absorb_formal.numeric.backends import NumpyBackend
 from absorb_formal.numeric.crosscheck import compare
 from absorb_formal.numeric.floatblock import FloatBlock, from_block
-from absorb_formal.weights.exported import read_export
 
 D, M = 200, 400  # d past 160, the order the exact inverse used to be built to
 POINTS = "600"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from absorb_formal import export
+from absorb_formal.export.files import read_export
 from absorb_formal.export.rounding import ExportError
 from absorb_formal.language import load_file
 from absorb_formal.model import memory
-from absorb_formal.weights.exported import read_export
 
 from ..conftest import ROOT
 from .test_export_command import SPEC  # its block R: relu, d = 2, absorbable at width 3

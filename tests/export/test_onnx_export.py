@@ -12,11 +12,11 @@ import pytest
 onnx = pytest.importorskip("onnx")
 
 from absorb_formal import export  # noqa: E402
+from absorb_formal.export.files import read_export  # noqa: E402
 from absorb_formal.export.onnx_block import OnnxExportError, onnx_bytes  # noqa: E402
 from absorb_formal.export.rounding import ExportError  # noqa: E402
 from absorb_formal.language import load_file  # noqa: E402
 from absorb_formal.scanner.onnx_find import find_blocks  # noqa: E402
-from absorb_formal.weights.exported import read_export  # noqa: E402
 
 from ..onnx_eval import run  # noqa: E402
 from .test_export_command import SPEC, back, exported  # noqa: E402

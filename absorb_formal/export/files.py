@@ -17,8 +17,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..export.rounding import ExportError
-from . import npz, safetensors
+from ..weights import npz, safetensors
+from .rounding import ExportError
 
 FORMAT = "absorb_formal export 1"  # the record's "format" field
 
@@ -31,7 +31,7 @@ def write_arrays(out: Path, arrays: dict[str, np.ndarray], metadata: dict[str, s
     if out.suffix.lower() == ".npz":
         write_new(out, lambda stream: npz.write(stream, arrays, metadata), force)
     elif out.suffix.lower() == ".onnx":
-        from ..export.onnx_block import OnnxExportError, onnx_bytes
+        from .onnx_block import OnnxExportError, onnx_bytes
 
         try:
             data = onnx_bytes(arrays, metadata)
@@ -78,7 +78,7 @@ def _write_new(out: Path, fill: Callable[[BinaryIO], object], force: bool) -> No
 
 def read_export(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """The arrays (bfloat16 widened exactly to float32) and the record of an exported file."""
-    from .arrays import ArrayError, load_matrix
+    from ..weights.arrays import ArrayError, load_matrix
 
     path = Path(path)
     try:
@@ -101,7 +101,7 @@ def read_record(path: Path) -> dict[str, str]:
         if path.suffix.lower() == ".npz":
             record = npz.record(path)
         elif path.suffix.lower() == ".onnx":
-            from ..export.onnx_block import onnx_record
+            from .onnx_block import onnx_record
 
             record = onnx_record(path)
         else:
