@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from ..checker.kernel.contract import FORMAT
-from ..decide.concrete import MAX_EXACT_WEIGHTS, weight_count
 from ..language.parse import parse_text
 from ..language.syntax import (
     BlockDecl,
@@ -42,7 +41,7 @@ from ..language.syntax import (
     VectorLit,
     WeightDecl,
 )
-from ..model.blocks import Block, Claim, Normalisation, Spec
+from ..model.blocks import MAX_EXACT_WEIGHTS, Block, Claim, Normalisation, Spec, weight_count
 from ..model.result import Result
 from ..weights.arrays import external_files, settled, version
 from . import bodies as cert

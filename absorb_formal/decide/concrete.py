@@ -14,26 +14,19 @@ from typing import Any
 from ..certify import bodies as cert
 from ..certify import widths
 from ..checker.kernel.contract import Check, Kind
-from ..model.blocks import Block, Layer, Matrix
+from ..model.blocks import MAX_EXACT_WEIGHTS, Block, Layer, Matrix, weight_count
 from . import doubles, flips, flips_large, glu, half_activation, large, linear, spare, width
 from .canonical import CanonicalForm, canonical_form, normalise, ridge
 from .decision import BIASED, Decision, undecided
 from .never import never
 
 WIDTH_METHOD = "§4 canonical form + width search"
-MAX_EXACT_WEIGHTS = 250_000  # beyond this, only rules that read no weight are tried
 # The §4 width search works on m terms of d² entries each (the subset system); beyond this
 # many entries the large-block rules (O(m·d) residues and one (m+1)-determinant mod p, which
 # decide the generic case at width m, key counts below, doubles and spare pairs above) are tried
 # first (cheap where the subset system is costly), and the exact search only when they leave
 # the width open.
 MAX_EXACT_COST = 100_000
-
-
-def weight_count(block: Block) -> int:
-    per_layer = block.dim * block.width * (3 if block.activation.gated else 2)
-    skip = block.dim * block.dim if block.skip.matrix is not None else 0
-    return block.depth * per_layer + skip
 
 
 def too_large(block: Block) -> str:

@@ -492,3 +492,14 @@ class Spec:
         claims, decided for queries."""
         default = "decided" if isinstance(statement, Query) else "proved"
         return self.expectations.get(statement.pos.line, default)
+
+
+MAX_EXACT_WEIGHTS = 250_000  # beyond this, only rules that read no weight are tried
+
+
+def weight_count(block: Block) -> int:
+    """The weights a concrete block holds (up, gate, down of every layer, and a matrix skip):
+    what the exact-work limit counts, and what a certificate document embeds or names."""
+    per_layer = block.dim * block.width * (3 if block.activation.gated else 2)
+    skip = block.dim * block.dim if block.skip.matrix is not None else 0
+    return block.depth * per_layer + skip

@@ -199,3 +199,53 @@ def test_a_circle_is_found_even_behind_a_lazy_import(tmp_path):
     assert reachable(graph, "pkg.sub.c") == {"pkg.a", "pkg.sub.b"}
     (package / "sub" / "b.py").write_text("x = 1\n")
     assert circles(import_graph(tmp_path, "pkg")) == []
+
+
+# The layers, lowest first: a module imports only from its own layer or lower ones. The checker
+# sits at the bottom (its kernel lowest), so that nothing it relies on can be computed by the
+# prover; the front ends (the API, scan, export, the command line) sit on top.
+LAYERS = [
+    ["checker.kernel"],
+    ["checker.lemmas", "checker.readers", "checker.rules"],
+    ["checker"],
+    ["model"],
+    ["weights", "language"],
+    ["certify"],
+    ["decide", "generic", "numeric"],
+    ["api", "report", "paths"],
+    ["scanner", "pytest_plugin"],
+    ["export", "build"],
+    ["cli", "__main__", ""],
+]
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the longest entry that names `module` or one of its packages."""
+    inner = module.removeprefix(PACKAGE).removeprefix(".")
+    best = None
+    for rank, entries in enumerate(LAYERS):
+        for entry in entries:
+            if inner == entry or inner.startswith(entry + ".") or (entry == "" and inner == ""):
+                if best is None or len(entry) > best[1]:
+                    best = (rank, len(entry))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[0]
+
+
+def test_every_import_goes_down_the_layers():
+    graph = import_graph(ROOT)
+    upward = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                    if layer_of(b) > layer_of(a))
+    assert upward == []
+
+
+def test_the_prover_reaches_the_checker_only_through_its_kernel():
+    """Only the top (the API, the command line, the pytest plugin) runs the checker; the
+    prover's layers may use the kernel's exact primitives and the certificate contract."""
+    graph = import_graph(ROOT)
+    top = layer_of(f"{PACKAGE}.api")
+    found = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                   if not a.startswith(f"{PACKAGE}.checker") and layer_of(a) < top
+                   and b.startswith(f"{PACKAGE}.checker")
+                   and not b.startswith(f"{PACKAGE}.checker.kernel"))
+    assert found == []
