@@ -519,9 +519,9 @@ def test_a_bias_that_is_not_a_vector_is_refused_by_the_checker_too(tmp_path, cli
     """The prover calls a 2×(m/2) bias array (or a literal matrix) malformed (exit 2); the
     checker, reading a block stored by source, must not flatten it into m values and accept a
     certificate about a block the language does not define."""
+    from absorb_formal.checker.kernel.contract import Invalid
     from absorb_formal.checker.readers.reading import Rational, Reading, spec_location
     from absorb_formal.checker.rules import unique_subset as checked_subset
-    from absorb_formal.checker.rules.modular import Invalid
 
     found = arrays("relu^2", D, M, None)
     np.savez(tmp_path / "w.npz", **found)

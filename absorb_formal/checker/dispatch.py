@@ -14,6 +14,7 @@ from typing import Any
 
 from .kernel import linalg as exact
 from .kernel import symbolic
+from .kernel.contract import Check, Invalid, Kind, require
 from .kernel.linalg import Rows, q, whole
 from .lemmas import relied as lemmas
 from .lemmas import smt
@@ -26,7 +27,6 @@ from .rules import (
     generic,
     integer_forms,
     modular,
-    ray_limit,
     spare,
     sublayer,
     unique_subset,
@@ -44,13 +44,6 @@ MALFORMED: tuple[type[Exception], ...] = (KeyError, ValueError, TypeError, Index
                                           ZeroDivisionError, AttributeError)
 
 
-class Invalid(Exception):
-    """The certificate does not establish what the document says."""
-
-
-# every checker module's "this does not hold"
-INVALID = (Invalid, generic.Invalid, modular.Invalid, flips.Invalid, spare.Invalid,
-           half.Invalid, symbolic.Invalid, ray_limit.Invalid, integer_forms.Invalid)
 
 
 @dataclass(frozen=True)
@@ -63,11 +56,6 @@ class Verdict:
         return self.status != "invalid"
 
 
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
-
-
 def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdict:
     """Check one document. `weights`: the exact matrices of blocks too large to embed (by
     block name), as the checker's own reader (`reading.Reading.weights`) read them from the
@@ -78,7 +66,7 @@ def verify(doc: Any, weights: dict[str, modular.Layers] | None = None) -> Verdic
             verdict = _verify(doc, weights or {})
         return Verdict(verdict.status, "; ".join([verdict.reason, *notes] if verdict.reason
                                                  else notes))
-    except INVALID as error:
+    except Invalid as error:
         return Verdict("invalid", str(error))
     except MALFORMED + _sympy_errors() as e:  # sympy's: e.g. a root_of with a constant polynomial
         return Verdict("invalid", f"malformed certificate: {type(e).__name__}: {e}")
@@ -197,13 +185,14 @@ def _stack_ok(doc: dict[str, Any]) -> bool:
     claim."""
     cert = doc["certificate"]
     kind = cert.get("kind")
-    if kind in ("minimal width", "minimal width bounds"):
-        above, below = cert["witness" if kind == "minimal width" else "above"], cert["below"]
-        return (below is None or (isinstance(below, dict) and below.get("kind") == half.KIND)) \
+    if kind in (Kind.MINIMAL_WIDTH, Kind.MINIMAL_WIDTH_BOUNDS):
+        above, below = cert["witness" if kind == Kind.MINIMAL_WIDTH else "above"], cert["below"]
+        return (below is None or (isinstance(below, dict)
+                                  and below.get("kind") == Kind.HALF_ACTIVATION_BOUND)) \
             and isinstance(above, dict) and _stack_ok(dict(doc, certificate=above))
     parts = cert.get("per_layer")
     claim = dict(doc["claim"], kind="absorbable", modality="")
-    return (kind == "witness" and cert.get("check") == LAYERS_CHECK
+    return (kind == Kind.WITNESS and cert.get("check") == Check.LAYERS_ABSORBED
             and isinstance(parts, list) and all(
                 isinstance(part, dict) and _bias_ok(dict(doc, certificate=part, claim=claim))
                 for part in parts))
@@ -220,12 +209,12 @@ def _flip_part(cert: dict[str, Any] | None) -> bool:
     """A §8.2 flip witness or subset refutation (checked by checker/rules/flips.py, biases kept), or
     one at scale (checker/rules/unique_subset.py, `unique subset solution` or its flips witness)."""
     if isinstance(cert, dict) and unique_subset.flip_rule(cert):  # §8.2 at scale, key count
-        return cert.get("kind") in (unique_subset.KIND, "key count") or (
-            cert.get("kind") == "witness" and cert.get("check") == unique_subset.CHECK)
+        return cert.get("kind") in (Kind.UNIQUE_SUBSET_SOLUTION, Kind.KEY_COUNT) or (
+            cert.get("kind") == Kind.WITNESS and cert.get("check") == Check.ROWS_NEGATED)
     if not isinstance(cert, dict) or cert.get("section") != flips.SECTION:
         return False
-    return cert.get("check") == flips.CHECK if cert.get("kind") == "witness" else \
-        cert.get("kind") in ("subset search", "separating functional")
+    return cert.get("check") == Check.FLIP_IDENTITY if cert.get("kind") == Kind.WITNESS else \
+        cert.get("kind") in (Kind.SUBSET_SEARCH, Kind.SEPARATING_FUNCTIONAL)
 
 
 def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
@@ -235,26 +224,25 @@ def _keys_ok(blocks: dict[str, Any], certificate: dict[str, Any]) -> bool:
     if any(b["activation"]["gated"] for b in blocks.values()):
         return False
     kind = certificate.get("kind")
-    if kind == "minimal width":
+    if kind == Kind.MINIMAL_WIDTH:
         return all(_keys_ok(blocks, part) for part in (certificate["witness"],
                                                         certificate["below"]) if part)
-    if kind == "minimal width bounds":
+    if kind == Kind.MINIMAL_WIDTH_BOUNDS:
         return all(_keys_ok(blocks, part) for part in (certificate["above"],
                                                         certificate["below"]) if part)
-    if kind == "witness":  # §8.1 forms, linear maps + γ (§8), stacks of them (§8.4)
-        return certificate.get("check") in ("canonical forms equal", spare.CHECK,
-                                            unique_subset.CHECK, doubles.CHECK,
-                                            "linear maps equal", STACK_CHECK)
-    return kind in ("subset search", "canonical forms", "linear rank", half.KIND,
-                    integer_forms.KIND) + LARGE_REFUTATIONS
+    if kind == Kind.WITNESS:  # §8.1 forms, linear maps + γ (§8), stacks of them (§8.4)
+        return certificate.get("check") in (Check.CANONICAL_FORMS_EQUAL, Check.SPARE_PAIRS,
+                                            Check.ROWS_NEGATED, Check.DOUBLES,
+                                            Check.LINEAR_MAPS_EQUAL, Check.STACK_FORMS_EQUAL)
+    return kind in (Kind.SUBSET_SEARCH, Kind.CANONICAL_FORMS, Kind.LINEAR_RANK,
+                    Kind.HALF_ACTIVATION_BOUND, Kind.INTEGER_CANONICAL_FORMS) + LARGE_REFUTATIONS
 
 
-ITSELF_CHECK = "the block itself (skip none), zero-padded"
 
 
 def _plain_ok(cert: dict[str, Any]) -> bool:
     """A plain biased block (skip none) is its own witness, biases kept (docs/rules.md §8)."""
-    return cert.get("kind") == "witness" and cert.get("check") == ITSELF_CHECK
+    return cert.get("kind") == Kind.WITNESS and cert.get("check") == Check.ITSELF
 
 
 def _linear_ok(cert: dict[str, Any]) -> bool:
@@ -263,28 +251,28 @@ def _linear_ok(cert: dict[str, Any]) -> bool:
     or as the upper end of a min width or its bounds, whose lower end is none or a §8.2 flip
     refutation at the block's own width (a §8.2 witness there may be the upper end)."""
     kind = cert.get("kind")
-    if kind in ("minimal width", "minimal width bounds"):
-        above = cert["witness" if kind == "minimal width" else "above"]
+    if kind in (Kind.MINIMAL_WIDTH, Kind.MINIMAL_WIDTH_BOUNDS):
+        above = cert["witness" if kind == Kind.MINIMAL_WIDTH else "above"]
         return ((_linear_ok(above) or _flip_part(above))
                 and (cert["below"] is None or _flip_part(cert["below"])))
-    return kind == "witness" and cert.get("check") in (
-        spare.LINEAR, spare.QUADRUPLES, spare.SQUARE_PAIRS)
+    return kind == Kind.WITNESS and cert.get("check") in (
+        Check.LINEAR_NEURONS, Check.SQUARE_QUADRUPLES, Check.SQUARE_PAIRS)
 
 
 def _never_or_table_ok(cert: dict[str, Any]) -> bool:
     """docs/rules.md §8 certificates re-derived for biased blocks (T3, T2∞, the §8.3 family table).
     Each kind's own check still rejects what does not hold with biases (T1, T2, T4)."""
     kind = cert.get("kind")
-    if kind == "rule":
+    if kind == Kind.RULE:
         return cert.get("rule") in BIASED_FAMILY_RULES
-    return kind in ("lemma + direction", "parity point at infinity")
+    return kind in (Kind.LEMMA_DIRECTION, Kind.PARITY_POINT_AT_INFINITY)
 
 
 # docs/rules.md §8.4: the generic engine's certificates, which checker/rules/generic.py encodes
 # with the comparator's biases as more unknowns (never with a box: a biased block is not
 # homogeneous).
-GENERIC_CHECKS = ("polynomial identity", "smt: no point where P differs from B")
-GENERIC_REFUTATIONS = ("Nullstellensatz", "real infeasibility", "finite point set")
+GENERIC_CHECKS = (Check.POLYNOMIAL_IDENTITY, Check.SMT_NO_DIFFERENCE)
+GENERIC_REFUTATIONS = (Kind.NULLSTELLENSATZ, Kind.REAL_INFEASIBILITY, Kind.FINITE_POINT_SET)
 
 
 def _bias_ok_generic(claim: dict[str, Any], cert: dict[str, Any]) -> bool:
@@ -292,17 +280,16 @@ def _bias_ok_generic(claim: dict[str, Any], cert: dict[str, Any]) -> bool:
     def generic_kind(part: Any) -> bool:
         return isinstance(part, dict) and (
             part.get("kind") in GENERIC_REFUTATIONS
-            or (part.get("kind") == "witness" and part.get("check") in GENERIC_CHECKS))
+            or (part.get("kind") == Kind.WITNESS and part.get("check") in GENERIC_CHECKS))
 
     if claim["kind"] == "absorbable" and claim["modality"] in ("", "not"):
         return generic_kind(cert)
-    if claim["kind"] == "min_width" and cert.get("kind") == "minimal width":
+    if claim["kind"] == "min_width" and cert.get("kind") == Kind.MINIMAL_WIDTH:
         return generic_kind(cert["witness"]) and (cert["below"] is None
                                                   or generic_kind(cert["below"]))
     return False
 
 
-STACK_CHECK = "each layer's canonical form equals the block layer's"
 
 # ---- absorbable: witnesses ---------------------------------------------------------------
 
@@ -310,33 +297,33 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
                layers: modular.Layers | None = None) -> None:
     """The certificate is a plain stack of width ≤ `width` equal to the block. `layers`: the
     weights of a block too large to embed, for witnesses that read them."""
-    require(cert.get("kind") == "witness", f"expected a witness, got {cert.get('kind')!r}")
-    if cert.get("check") == LAYERS_CHECK:
+    require(cert.get("kind") == Kind.WITNESS, f"expected a witness, got {cert.get('kind')!r}")
+    if cert.get("check") == Check.LAYERS_ABSORBED:
         _per_layer(block, width, cert, layers)
         return
-    if cert.get("check") == unique_subset.CHECK and unique_subset.flip_rule(cert):
+    if cert.get("check") == Check.ROWS_NEGATED and unique_subset.flip_rule(cert):
         unique_subset.check_flip_witness(block, [list(r) for r in exact.skip_rows(block)],
                                          width, _weights(block, layers), cert,
                                          flips.rule(block["activation"]))
         return
-    if cert.get("check") == unique_subset.CHECK:  # large blocks: J, not stored layers
+    if cert.get("check") == Check.ROWS_NEGATED:  # large blocks: J, not stored layers
         _require_generic_case(block)
         unique_subset.check_witness([list(r) for r in exact.skip_rows(block)], width,
                                     _weights(block, layers), cert, _family(block)[1])
         return
-    if cert.get("check") == spare.CHECK:  # large blocks: a construction, not stored layers
+    if cert.get("check") == Check.SPARE_PAIRS:  # large blocks: a construction, not stored layers
         spare.check(block, width, cert, _family(block))
         return
-    if cert.get("check") == doubles.CHECK:  # large blocks: Δ and det U_Δ mod p, no layers
+    if cert.get("check") == Check.DOUBLES:  # large blocks: Δ and det U_Δ mod p, no layers
         doubles.check(block, width, cert, _family(block), _weights(block, layers))
         return
-    if cert.get("check") == spare.LINEAR:
+    if cert.get("check") == Check.LINEAR_NEURONS:
         spare.check_linear(block, width, cert)
         return
-    if cert.get("check") == spare.QUADRUPLES:
+    if cert.get("check") == Check.SQUARE_QUADRUPLES:
         spare.check_square(block, width, cert)
         return
-    if cert.get("check") == spare.SQUARE_PAIRS:
+    if cert.get("check") == Check.SQUARE_PAIRS:
         spare.check_square_pairs(block, width, cert)
         return
     require(block["layers"] is not None, "a witness needs a concrete block")
@@ -347,33 +334,32 @@ def absorbable(block: dict[str, Any], width: int, cert: dict[str, Any],
     check = cert["check"]
     for layer in layers:
         _layer_shapes(block, layer, size)
-        if check != ITSELF_CHECK:  # the block itself: every field is compared with the block's
+        if check != Check.ITSELF:  # the block itself: every field is compared with the block's
             _idle_neurons_are_zero(block["activation"], layer)
-    if check == flips.CHECK or cert.get("section") == flips.SECTION:
-        require(check == flips.CHECK, "a §8.2 witness is checked by the flip identity")
+    if check == Check.FLIP_IDENTITY or cert.get("section") == flips.SECTION:
+        require(check == Check.FLIP_IDENTITY, "a §8.2 witness is checked by the flip identity")
         flips.witness(block, layers[0], cert)
         return
-    if check == "polynomial identity":
+    if check == Check.POLYNOMIAL_IDENTITY:
         require(generic.identity(block, layers), "P - B is not the zero polynomial")
         return
-    if check == "smt: no point where P differs from B":
+    if check == Check.SMT_NO_DIFFERENCE:
         generic.no_difference(block, cert)
         return
-    if check == ITSELF_CHECK:
+    if check == Check.ITSELF:
         _itself(block, layers)
-    elif check == "canonical forms equal":
+    elif check == Check.CANONICAL_FORMS_EQUAL:
         _same_forms(block, layers, single=True)
-    elif check == STACK_CHECK:
+    elif check == Check.STACK_FORMS_EQUAL:
         _same_forms(block, layers, single=False)
-    elif check == "linear maps equal":
+    elif check == Check.LINEAR_MAPS_EQUAL:
         _same_forms(block, layers, single=True)
-    elif check == "GLU sign-flip identity":
+    elif check == Check.GLU_SIGN_FLIPS:
         _glu_flip(block, layers[0], cert)
     else:
         raise Invalid(f"unknown witness check {check!r}")
 
 
-LAYERS_CHECK = "each layer absorbed by its own certificate"
 
 
 def _per_layer(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -397,7 +383,7 @@ def _per_layer(block: dict[str, Any], width: int, cert: dict[str, Any],
         single = dict(block, depth=1, layers=block["layers"][n:n + 1])
         try:
             absorbable(single, size, part, None if layers is None else layers[n:n + 1])
-        except INVALID as error:
+        except Invalid as error:
             raise Invalid(f"layer {n + 1}: {error}") from error
 
 
@@ -525,17 +511,17 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
     kind = cert.get("kind")
     if cert.get("section") == flips.SECTION:
         flips.refutation(block, width, cert, subset_refutation)
-    elif kind == "homogeneity point":
+    elif kind == Kind.HOMOGENEITY_POINT:
         _homogeneity_point(block, cert)
-    elif kind == "parity point":
+    elif kind == Kind.PARITY_POINT:
         _parity_point(block, cert)
-    elif kind == "parity point at infinity":
+    elif kind == Kind.PARITY_POINT_AT_INFINITY:
         _parity_point_at_infinity(block, cert)
-    elif kind == "lemma + direction":
+    elif kind == Kind.LEMMA_DIRECTION:
         never_lemma(block, cert, concrete=True)
-    elif kind == half.KIND:  # docs/rules.md §9, any depth, with or without biases
+    elif kind == Kind.HALF_ACTIVATION_BOUND:  # docs/rules.md §9, any depth, biases or not
         half.check(block, width, cert)
-    elif kind == "linear rank":
+    elif kind == Kind.LINEAR_RANK:
         family = _family(block)
         require(family[0] == "linear" and block["depth"] == 1, "linear rank needs depth-1 Lin")
         # biases add only a constant (docs/rules.md §8): Λ is the same
@@ -544,13 +530,13 @@ def not_absorbable(block: dict[str, Any], width: int, cert: dict[str, Any]) -> N
         require(whole(cert["rank"]) == exact.rank(lam) and exact.mat(cert["Lambda"]) == lam,
                 "the stored rank or Lambda is wrong")
         _same_width(cert, width)
-    elif kind in ("subset search", "separating functional") and block["activation"]["gated"]:
+    elif kind in (Kind.SUBSET_SEARCH, Kind.SEPARATING_FUNCTIONAL) and block["activation"]["gated"]:
         _glu_refutation(block, width, cert)
-    elif kind == "subset search":
+    elif kind == Kind.SUBSET_SEARCH:
         _width_refutation(block, width, cert)
-    elif kind in ("Nullstellensatz", "real infeasibility", "finite point set"):
+    elif kind in (Kind.NULLSTELLENSATZ, Kind.REAL_INFEASIBILITY, Kind.FINITE_POINT_SET):
         require(whole(cert["width"]) >= width, "the refutation is for a smaller width")
-        if kind == "finite point set":
+        if kind == Kind.FINITE_POINT_SET:
             generic.point_set(block, whole(cert["width"]), cert)
         else:
             generic.infeasible(block, whole(cert["width"]), cert)
@@ -564,7 +550,8 @@ def _same_width(cert: dict[str, Any], width: int) -> None:
                                          f"not {width}")
 
 
-LARGE_REFUTATIONS = ("modular functional", "key count", unique_subset.KIND)  # read weight files
+# the refutations that read weight files
+LARGE_REFUTATIONS = (Kind.MODULAR_FUNCTIONAL, Kind.KEY_COUNT, Kind.UNIQUE_SUBSET_SOLUTION)
 
 
 def _refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -599,11 +586,12 @@ def _weights(block: dict[str, Any], layers: modular.Layers | None) -> modular.La
 
 def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
                       layers: modular.Layers | None) -> None:
-    if cert["kind"] in (unique_subset.KIND, "key count") and unique_subset.flip_rule(cert):
+    if cert["kind"] in (Kind.UNIQUE_SUBSET_SOLUTION, Kind.KEY_COUNT) \
+            and unique_subset.flip_rule(cert):
         from .readers.files import FileError  # §8.2 at scale, or its key count at any size
 
         try:
-            if cert["kind"] == "key count":
+            if cert["kind"] == Kind.KEY_COUNT:
                 unique_subset.check_flip_key_count(block, width, _weights(block, layers), cert,
                                                    flips.rule(block["activation"]))
             else:
@@ -616,15 +604,15 @@ def _large_refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
     family = _require_generic_case(block)
     # §8.1: with biases the generic case and the key count are §4's, for a ≠ 0; the large
     # key count is issued (and checked) for a ≠ 0 only
-    require((not block.get("bias") and cert["kind"] == "modular functional") or family[1] != 0,
+    require((not block.get("bias") and cert["kind"] == Kind.MODULAR_FUNCTIONAL) or family[1] != 0,
             f"{cert['kind']} needs a != 0 here")
     layers = _weights(block, layers)
     from .readers.files import FileError
 
     try:
-        if cert["kind"] == "key count":
+        if cert["kind"] == Kind.KEY_COUNT:
             modular.check_key_count(width, layers, cert)
-        elif cert["kind"] == unique_subset.KIND:
+        elif cert["kind"] == Kind.UNIQUE_SUBSET_SOLUTION:
             unique_subset.check_refutation([list(r) for r in exact.skip_rows(block)], width,
                                            layers, cert, family[1])
         else:
@@ -658,7 +646,7 @@ def _bounds(doc: dict[str, Any], weights: dict[str, modular.Layers]) -> Verdict:
     """An unknown min width with proved bounds: a refutation at lower − 1 (none when lower is
     1) and a witness at upper, both checked like a decided claim's."""
     claim, cert = doc["claim"], doc["certificate"]
-    require(claim["kind"] == "min_width" and cert.get("kind") == "minimal width bounds",
+    require(claim["kind"] == "min_width" and cert.get("kind") == Kind.MINIMAL_WIDTH_BOUNDS,
             "an unknown outcome carries no certificate but min width bounds")
     blocks = doc["blocks"]
     require(not blocks[claim["block"]].get("bias") or _keys_ok(blocks, cert)
@@ -840,7 +828,7 @@ def _case(family: tuple[str, Fraction, Fraction | None], lam: Rows,
     singles = [i for i in range(len(keys)) if i not in delta]
     terms, target = _terms(family, lam, keys, singles, basis)
     if k >= 1:
-        require(ref["kind"] == "subset search" and ref["method"] == "sign enumeration",
+        require(ref["kind"] == Kind.SUBSET_SEARCH and ref["method"] == "sign enumeration",
                 "k >= 1 cases are refuted by enumeration")
         require(len(singles) <= MAX_ENUMERATION, "too many signs to re-enumerate")
         _signs_refuted(terms, target, k)
@@ -871,9 +859,9 @@ def subset_refutation(terms: list[Rows], target: Rows, ref: dict[str, Any]) -> N
     columns = [tuple(x for row in t for x in row) for t in terms]
     goal = tuple(x for row in target for x in row)
     kind, method = ref.get("kind"), ref.get("method")
-    require(kind == "subset search" or (kind == "separating functional" and method is None),
+    require(kind == Kind.SUBSET_SEARCH or (kind == Kind.SEPARATING_FUNCTIONAL and method is None),
             f"unknown subset refutation {kind!r}/{method!r}")
-    if kind == "separating functional":
+    if kind == Kind.SEPARATING_FUNCTIONAL:
         y = tuple(x for row in exact.mat(ref["Y"]) for x in row)
         require(len(y) == len(goal), "Y has the wrong shape")
         # Y lives where the system does: off its support Y would be free, hence unchecked.
@@ -964,10 +952,10 @@ def _glu_refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> 
 def min_width(block: dict[str, Any], cert: dict[str, Any],
               layers: modular.Layers | None = None) -> int | None:
     """The minimal width the certificate establishes (None: never absorbable)."""
-    if cert.get("kind") != "minimal width":
+    if cert.get("kind") != Kind.MINIMAL_WIDTH:
         not_absorbable(block, 10**9, cert)  # a never-proof: no width at all
-        require(cert.get("kind") in ("homogeneity point", "parity point", "lemma + direction",
-                                     "parity point at infinity"),
+        require(cert.get("kind") in (Kind.HOMOGENEITY_POINT, Kind.PARITY_POINT,
+                                     Kind.LEMMA_DIRECTION, Kind.PARITY_POINT_AT_INFINITY),
                 "min width none needs a never-proof")
         return None
     value = whole(cert["width"])
@@ -983,11 +971,11 @@ def min_width(block: dict[str, Any], cert: dict[str, Any],
 def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any],
              layers_l: modular.Layers | None = None,
              layers_r: modular.Layers | None = None) -> bool:
-    require(cert.get("kind") in ("canonical forms", integer_forms.KIND),
+    require(cert.get("kind") in (Kind.CANONICAL_FORMS, Kind.INTEGER_CANONICAL_FORMS),
             "equality needs canonical forms")
     require(left["depth"] == right["depth"] == 1, "canonical forms decide depth 1 only")
     fam_l, fam_r = _family(left), _family(right)
-    if cert["kind"] == integer_forms.KIND:  # any size: the weights read here, as integers
+    if cert["kind"] == Kind.INTEGER_CANONICAL_FORMS:  # any size: the weights read here, as integers
         return integer_forms.check(left, right, _one_layer(left, layers_l),
                                    _one_layer(right, layers_r), (fam_l, fam_r), cert)
     biased = bool(left.get("bias") or right.get("bias"))  # §8.1: bias-free = zero biases
@@ -1068,10 +1056,10 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
                  cert: dict[str, Any]) -> bool:
     """The truth of 'block is MODALITY absorbable at width' that the certificate proves."""
     require(block["layers"] is None, "family claims are about families")
-    if cert.get("kind") == "lemma + direction":
+    if cert.get("kind") == Kind.LEMMA_DIRECTION:
         never_lemma(block, cert, concrete=False)
         table = FAMILY_TRUTHS["never-rule"]
-    elif cert.get("kind") == "rule":
+    elif cert.get("kind") == Kind.RULE:
         rule = cert["rule"]
         require(whole(cert["width"]) == width, "the rule was applied at another width")
         if "rank_S" in cert:

@@ -18,6 +18,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from .contract import Invalid
+
 Monomial = tuple[tuple[tuple[str, Fraction], int], ...]
 Poly = dict[Monomial, Fraction]  # {(): r} for a rational r; zero coefficients left out
 
@@ -28,10 +30,6 @@ _RATIONAL = r"\d+(?:/\d+)?"
 _ATOM = re.compile(rf"([a-z_]+)\((-?{_RATIONAL})\)(?:\^(-?\d+))?")
 _SPLIT = re.compile(r" ([+-]) ")
 BITS = (64, 128, 256, 512, 1024, 2048, 4096)
-
-
-class Invalid(Exception):
-    """A symbolic value that does not parse, or a claim about one that is not proved."""
 
 
 def parse(text: Any) -> Poly:

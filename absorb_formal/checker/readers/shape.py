@@ -1,7 +1,7 @@
 """The shape of a certificate document, checked before anything in it is used.
 
 A document is read by two parts of the checker: `reading.py` ties it to the spec and weight
-files it names, and `verify.py` checks its certificate. Both assume the document is well
+files it names, and `dispatch.py` checks its certificate. Both assume the document is well
 formed; this module makes sure of it first, so that a malformed field can never make either
 part skip its work (a `line` that is not an integer once switched off every staleness test).
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..kernel.contract import FORMAT
 from .source import SourceError, activation_json, read_activation
 
-FORMAT = "absorb_formal certificate 2"
 # Every field of a document; `verdict`, `method` and `reason` are the prover's prose.
 DOCUMENT_FIELDS = frozenset({"format", "spec", "files", "line", "statement", "claim", "blocks",
                              "outcome", "verdict", "method", "reason", "certificate"})

@@ -15,20 +15,12 @@ from fractions import Fraction
 from typing import Any
 
 from ..kernel import linalg as exact
+from ..kernel.contract import require
 from ..kernel.linalg import Rows, Vec, q, whole
 from ..lemmas import relied as lemmas
 
 SECTION = "§8.2"
-CHECK = "§8.2 flip identity"
 
-
-class Invalid(Exception):
-    """The §8.2 certificate does not establish its outcome."""
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
 
 
 def rule(act: dict[str, Any]) -> tuple[str, Fraction, bool]:

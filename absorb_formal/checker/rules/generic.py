@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import linalg as exact
+from ..kernel.contract import Invalid, require
 from ..lemmas import relied as lemmas
 from ..lemmas import smt
 
@@ -190,14 +191,6 @@ def polynomial(terms: list[list[Any]], symbols: list[sp.Symbol]) -> sp.Expr:
                                                    zip(symbols, exponents, strict=True)))
     return sp.expand(out)
 
-
-class Invalid(Exception):
-    pass
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
 
 
 def _fields(cert: dict[str, Any], *keys: str) -> None:

@@ -23,19 +23,8 @@ import numpy as np
 
 from ..kernel import linalg as exact
 from ..kernel import symbolic
+from ..kernel.contract import Invalid, require
 from ..kernel.linalg import q, whole
-
-KIND = "integer canonical forms"
-
-
-class Invalid(Exception):
-    """The certificate does not establish what the document says."""
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
-
 
 # ---- reading integers ----------------------------------------------------------------------
 
@@ -61,10 +50,7 @@ def integers(value: Any, shape: tuple[int, int]) -> tuple[np.ndarray, Fraction]:
         ints = np.where(value.neg, -ints, ints)
         require(ints.shape == shape, f"a weight matrix has shape {ints.shape}, not {shape}")
         return ints, Fraction(2) ** low
-    if hasattr(value, "values"):  # reading.Rational
-        rows = value.values
-    else:
-        rows = exact.mat(value)
+    rows = value.values if hasattr(value, "values") else exact.mat(value)  # reading.Rational
     flat = [Fraction(x) for r in rows for x in r]
     require(len(rows) == shape[0] and len(flat) == shape[0] * shape[1],
             f"a weight matrix is not {shape[0]}×{shape[1]}")

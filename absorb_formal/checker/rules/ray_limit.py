@@ -33,23 +33,15 @@ from typing import Any
 
 import numpy as np
 
+from ..kernel.contract import Invalid, Kind, require
 from ..kernel.linalg import q, skip_is_zero, skip_rows, vec
 
-KIND = "ray limit"
-GATED_KIND = "gated pre-norm jacobian"
+KIND, GATED_KIND = Kind.RAY_LIMIT, Kind.GATED_PRE_NORM_JACOBIAN  # as decide/ray_limit.py names them
 PRECISIONS = (128, 256, 1024)  # bits of Arb precision tried in turn
 # σ by the checker's activation kinds: ungated, and the gates of gated blocks.
 EXACT_PATTERN = ("relu", "leaky_relu")
 SMOOTH = ("gelu", "gelu_tanh", "silu", "relu_pow")
 
-
-class Invalid(Exception):
-    """The certificate does not establish what the document says."""
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
 
 
 # ---- exact integer views of the weights -----------------------------------------------------

@@ -18,12 +18,11 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from ..kernel.contract import Invalid, Kind, require
 from ..kernel.linalg import q, skip_rows, vec
 from . import ray_limit
-from .ray_limit import Invalid, require
 from .truths import NEVER
 
-KIND = "normalised sublayer"
 PROJECTED, BARE = "projected block", "bare block"
 
 
@@ -129,7 +128,7 @@ def verify(doc: dict[str, Any], weights: dict[str, Any],
     block = doc["blocks"][name]
     require("norm" in block, "only the claim's block may carry a norm clause")
     kind = cert.get("kind")
-    if kind == KIND:
+    if kind == Kind.NORMALISED_SUBLAYER:
         require(set(cert) == {"kind", "reduction", "certificate"},
                 "normalised sublayer fields: kind, reduction, certificate")
         require(cert["reduction"] == reduction(block),
@@ -146,7 +145,7 @@ def verify(doc: dict[str, Any], weights: dict[str, Any],
         return verify_reduced({**doc, "blocks": {name: small}, "certificate": inner}, weights)
     require(doc["outcome"] in ("proved", "refuted"), "a never-proof decides its claim")
     note = ""
-    if kind == ray_limit.KIND:
+    if kind == Kind.RAY_LIMIT:
         layer = (block["layers"][0] if isinstance(block["layers"], list)
                  else (weights.get(name) or [None])[0])
         require(layer is not None, "the block's weights are not embedded: the checker reads "
@@ -155,7 +154,7 @@ def verify(doc: dict[str, Any], weights: dict[str, Any],
         ray_limit.check(block, layer, cert)
         if ray_limit.keeps_norm_refuted(block, vec(cert["x0"])):
             note = "keeping the norm does not help either: S x0 ≠ 0"
-    elif kind == ray_limit.GATED_KIND:
+    elif kind == Kind.GATED_PRE_NORM_JACOBIAN:
         ray_limit.check_gated(block, cert)
     else:
         raise Invalid(f"a {kind!r} certificate does not decide a normalised sublayer")

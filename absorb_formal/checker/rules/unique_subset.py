@@ -26,21 +26,20 @@ from typing import Any
 import numpy as np
 
 from ..kernel import modlu
+from ..kernel.contract import Check, require
 from ..kernel.linalg import ZERO
-from .modular import Layers, _depth_one, _prime, affine_keys_distinct, key_classes, require
+from .modular import Layers, affine_keys_distinct, depth_one, key_classes, key_prime
 
-CHECK = "own neurons, rows of J negated"
-KIND = "unique subset solution"
 MAX_PRIMES = 4  # a system singular mod four primes near 2^21 is taken as singular
 SEED = 0  # the functionals' seed (fixed: any seed making A invertible gives one solution)
 
 
 def check_witness(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str, Any],
                   a: Fraction) -> None:
-    require(cert["check"] == CHECK, "not the flip witness")
+    require(cert["check"] == Check.ROWS_NEGATED, "not the flip witness")
     require(a != 0 and isinstance(cert["a"], str) and Fraction(cert["a"]) == a,
             f"the stored a is not the re-proved a = {a}")
-    up, down = _depth_one(layers)
+    up, down = depth_one(layers)
     m, d = up.shape
     require(_whole(cert["width"], "width") == m and m <= width,
             f"the witness has width {m}, at most {width} and the block's own")
@@ -53,10 +52,10 @@ def check_refutation(skip: list[list[Fraction]], width: int, layers: Layers,
                      cert: dict[str, Any], a: Fraction) -> None:
     require(cert.get("rule") == "§4 generic case", "the unique solution is §4's generic case")
     require(a != 0, "the generic case needs a != 0")
-    up, down = _depth_one(layers)
+    up, down = depth_one(layers)
     m = up.shape[0]
     require(width == m, "the generic-case argument decides the block's own width only")
-    p = _prime(cert)
+    p = key_prime(cert)
     distinct, _ = key_classes(up, down, p)
     require(distinct, f"two rows of U share a key mod {p} (or a row is 0)")
     _conclusion(cert, m, lambda q: modlu.projected_system(
@@ -227,7 +226,7 @@ def check_flip_witness(block: dict[str, Any], skip: list[list[Fraction]], width:
                        rule: tuple[str, Fraction, bool]) -> None:
     """A §8.2 witness by its flips: J's quadratic part is 0 and its linear part S, exactly
     (then the flipped block of §8.2's row equals B: docs/rules.md §8.2)."""
-    require(cert["check"] == CHECK, "not the flip witness")
+    require(cert["check"] == Check.ROWS_NEGATED, "not the flip witness")
     n = _flip_common(block, layers, cert, rule)
     require(_whole(cert["width"], "width") == n.m and n.m <= width,
             f"the witness has width {n.m}, at most {width} and the block's own")
@@ -245,7 +244,7 @@ def check_flip_refutation(block: dict[str, Any], skip: list[list[Fraction]], wid
     n = _flip_common(block, layers, cert, rule)
     require(width <= n.m == _whole(cert["width"], "width"),
             "§8.2 refutes the own width (stored) and narrower ones only")
-    _alone(n, _prime(cert))
+    _alone(n, key_prime(cert))
     _conclusion(cert, n.m, lambda q: _flip_system(skip, n, rule, q),
                 lambda flips: _flip_failure(skip, n, rule, flips))
 
@@ -259,7 +258,7 @@ def check_flip_key_count(block: dict[str, Any], width: int, layers: Layers,
     require(_whole(cert["keys"], "keys") == n.m, f"the block has {n.m} keys, not {cert['keys']}")
     require(_whole(cert["width"], "width") == width < n.m,
             f"the key count refutes widths below {n.m} only")
-    _alone(n, _prime(cert))
+    _alone(n, key_prime(cert))
 
 
 def _alone(n: _Neurons, p: int) -> None:
