@@ -26,9 +26,10 @@ EXACT_READERS = {"model/exactarray.py", "checker/readers/files.py", "weights/arr
 # Exact integer arithmetic on float hardware (issue 20): the modular LU keeps residues in
 # [-(p-1), p-1] as float64 and multiplies them with BLAS, exact because every dot product
 # has k·(p−1)² + p < 2^53, a bound the module raises on (not a bare assert) and that
-# tests/test_modlu.py holds against FLINT on random and adversarial matrices. It may name
-# float dtypes; `float(...)`, the model's float views and np.linalg stay forbidden there too.
-EXACT_INTEGER_LU = {"checker/kernel/modlu.py"}
+# tests/test_modlu.py holds against FLINT on random and adversarial matrices; systems.py builds
+# the certificates' systems from its products under the same bound. They may name float
+# dtypes; `float(...)`, the model's float views and np.linalg stay forbidden there too.
+EXACT_INTEGER_LU = {"checker/kernel/modlu.py", "checker/kernel/systems.py"}
 # model/blocks.py defines the float views (for numeric/) next to the exact ones. The ONNX readers
 # read a Constant node's `value_floats`, a protobuf field of float32 values that Python holds
 # as doubles (a lossless widening), through the attribute `.floats`, and decode them exactly.
@@ -109,9 +110,12 @@ def test_the_scan_catches_planted_float_paths(planted):
 
 
 def test_the_float_lu_states_its_exactness_bound():
-    """The one module allowed float64 for exact integers raises when a product's inner
-    dimension k breaks k·(p−1)² + p < 2^53 (checked at run time, under `python -O` too)."""
+    """The modules allowed float64 for exact integers raise when a product's inner dimension
+    k breaks k·(p−1)² + p < 2^53 (the LU states the bound, the systems call it), checked at
+    run time, under `python -O` too."""
+    lu = (PACKAGE / "checker/kernel/modlu.py").read_text(encoding="utf-8")
+    assert "k * (p - 1) ** 2 + p < EXACT" in lu
     for name in EXACT_INTEGER_LU:
         source = (PACKAGE / name).read_text(encoding="utf-8")
-        assert "k * (p - 1) ** 2 + p < EXACT" in source and "raise ArithmeticError" in source
+        assert "product_bound(" in source and "raise ArithmeticError" in source
         assert "assert " not in source  # stripped by python -O

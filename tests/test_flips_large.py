@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from absorb_formal.checker import verify
-from absorb_formal.checker.kernel import modlu
+from absorb_formal.checker.kernel import modlu, systems
 from absorb_formal.decide import flips_large, unique_subset
 from absorb_formal.export.witness import read_export
 from absorb_formal.language.load import load_text
@@ -129,8 +129,8 @@ def test_the_projected_flip_system_is_the_functionals_applied_to_each_term(gated
     gate = rng.integers(0, q, (m, d)) if gated else up
     lam, mu = rng.integers(0, q, m), rng.integers(0, q, m) if gated else np.zeros(m, int)
     target = rng.integers(0, q, (d, d))
-    work = modlu.projected_flip_system(down, up, gate, lam, mu, target, 0, q)
-    p_, q_, b_ = (modlu.random_residues(0, s, m, d, q).astype(np.int64).tolist()
+    work = systems.projected_flip_system(down, up, gate, lam, mu, target, 0, q)
+    p_, q_, b_ = (systems.random_residues(0, s, m, d, q).astype(np.int64).tolist()
                   for s in (0, 1, 2))
     inverse_two = pow(2, -1, q)
     for j in range(m):

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..model import exactarray, linalg, symbolic
 from ..model.blocks import Block, Layer, Matrix
+from ..numeric import accelerated
 from . import modular, unique_subset
 from .canonical import ridge
 from .decision import Decision, undecided
@@ -301,19 +302,18 @@ def find_doubles(up: Matrix, p: int = DOUBLES_PRIME) -> Doubles | None:
     m, d = up.shape
     if m < d:
         return None
-    lu = modular.modlu()
     first = up.residues(range(d), range(d), p)
     if first is None:
         return None
-    det = lu.det_mod(first, p)
+    det = accelerated.det_mod(first, p)
     if det:
         return Doubles(list(range(d)), p, det)
     whole = up.residues(range(m), range(d), p)
     assert whole is not None  # its first rows had residues
-    rows = lu.pivot_columns(whole.T, p)
+    rows = accelerated.pivot_columns(whole.T, p)
     if len(rows) < d:
         return None
-    det = lu.det_mod(whole[rows], p)
+    det = accelerated.det_mod(whole[rows], p)
     assert det, "pivot rows mod p have a non-zero determinant mod p"
     return Doubles(rows, p, det)
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 from math import isqrt
-from types import ModuleType
 
 import numpy as np
 
-from ..checker.kernel import modlu as kernel_modlu
+from ..checker.kernel import modlu, systems
 from ..model import linalg
 from ..model.blocks import Block, Matrix
+from ..numeric import accelerated
 from .canonical import ridge
 from .decision import Decision, undecided
 
@@ -45,11 +45,6 @@ PRIME = 67_108_859
 # is singular mod the first (a false zero has probability about m/p) is tried mod the next.
 MINOR_PRIMES = [2_097_143, 2_097_133]  # = modlu.primes(2) (tests/test_modlu.py)
 GRID_OFFSETS = 3
-
-
-def modlu() -> ModuleType:
-    """The exact LU both sides share: the checker's kernel (checker/kernel/modlu.py)."""
-    return kernel_modlu
 
 
 def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
@@ -68,7 +63,7 @@ def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
     k = isqrt(m) + 1  # ⌈√(m+1)⌉
     if k > d or not layer.down.nonzero().any(axis=0).all():
         return None  # m + 1 > d²: no room for Y; or a dead neuron: not the generic case
-    need, have = modlu().bytes_needed(m + 1), modlu().bytes_available()
+    need, have = modlu.bytes_needed(m + 1), modlu.bytes_available()
     if have is not None and need > have:
         return undecided(f"the modular-functional minor of order {m + 1} needs about "
                          f"{need / 2**30:.1f} GiB and {max(have, 0) / 2**30:.1f} GiB are "
@@ -133,13 +128,13 @@ def _functional(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_:
     skip = _skip_residues(block, rows_, cols_, q)
     if d_res is None or u_res is None or skip is None:
         return None
-    lu = modlu()
     last = skip[r_pos, c_pos]
-    found = lu.functional_auto(lu.product_minor(d_res, u_res, r_pos, c_pos, last, q), q)
+    found = accelerated.functional_auto(systems.product_minor(d_res, u_res, r_pos, c_pos, last,
+                                                              q), q)
     if found is None:
         return None
     y, value = found
-    y_grid = lu.on_grid(y, len(rows_), len(cols_))
-    assert not lu.functional_values(y_grid, d_res, u_res, q).any(), "Y is not orthogonal"
+    y_grid = systems.on_grid(y, len(rows_), len(cols_))
+    assert not systems.functional_values(y_grid, d_res, u_res, q).any(), "Y is not orthogonal"
     assert value == int(np.dot(np.array(y, dtype=object), last.astype(object)) % q) != 0
     return y, value

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..kernel import modlu
+from ..kernel import modlu, systems
 from ..kernel.contract import require
 from ..kernel.linalg import whole
 
@@ -89,7 +89,7 @@ def check(skip: Callable[[int, int], Fraction], width: int, layers: Layers,
     y = [whole(v) for v in cert["Y"]]
     require(len(y) == m + 1 and all(0 <= v < q for v in y),
             f"Y must give m+1 residues in [0, {q})")
-    values = modlu.functional_values(modlu.on_grid(y, len(rows), len(cols)),
+    values = systems.functional_values(systems.on_grid(y, len(rows), len(cols)),
                                      down.residue_block(q, rows, None),
                                      up.residue_block(q, None, cols), q)
     require(not values.any(), f"Y is not orthogonal to d_i u_i^T mod {q} for every i")
