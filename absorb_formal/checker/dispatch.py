@@ -1017,7 +1017,6 @@ def equality(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any],
 
 
 FAMILY_TRUTHS = {
-    "never-rule": NEVER,
     "§4 rank of S": NEVER,
     "spare pairs": ALWAYS,
     "§4 relu family in d = 1": ALWAYS,
@@ -1058,7 +1057,7 @@ def family_truth(block: dict[str, Any], modality: str, width: int,
     require(block["layers"] is None, "family claims are about families")
     if cert.get("kind") == Kind.LEMMA_DIRECTION:
         never_lemma(block, cert, concrete=False)
-        table = FAMILY_TRUTHS["never-rule"]
+        table = NEVER
     elif cert.get("kind") == Kind.RULE:
         rule = cert["rule"]
         require(whole(cert["width"]) == width, "the rule was applied at another width")
@@ -1120,6 +1119,8 @@ def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
     elif rule == "§4 genericity":
         require(width == m and r > 0, "needs width = m and S != 0")
         require(not (family[0] == "relu" and d == 1 and m >= 2), "relu in d = 1 is always")
+    else:  # every rule of the table has its preconditions above
+        raise Invalid(f"unknown rule {rule!r}")
 
 
 # §8.3 rows whose example is a biased member (its biases stated), absorbed by §8.2 flips.
