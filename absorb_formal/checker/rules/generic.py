@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import linalg as exact
-from ..kernel.contract import Invalid, require
+from ..kernel.contract import Invalid, Kind, require
 from ..lemmas import relied as lemmas
 from ..lemmas import smt
 
@@ -250,7 +250,7 @@ def infeasible(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     require(len(stored) == len(own) and set(stored) == own,
             "the stored equations are not exactly the coefficients of P - B")
     common = ("kind", "width", "unknowns", "equations", "argument")
-    if cert["kind"] == "real infeasibility":
+    if cert["kind"] == Kind.REAL_INFEASIBILITY:
         _fields(cert, *common, "smtlib")
         text = equations_smtlib(stored, symbols)
         _stored_text(cert, text, "these equations")
@@ -425,3 +425,19 @@ def point_set(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     text = point_set_smtlib(block, width, points)
     _stored_text(cert, text, "the block, the width and these points")
     _refuted(text, "matching B at these points")
+
+
+def refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    """A `finite point set`, `Nullstellensatz` or `real infeasibility` at a width at least
+    `width`: no plain block of that width equals B, hence none narrower (zero neurons)."""
+    stated = exact.whole(cert["width"])
+    require(stated >= width, "the refutation is for a smaller width")
+    if cert["kind"] == Kind.FINITE_POINT_SET:
+        point_set(block, stated, cert)
+    else:
+        infeasible(block, stated, cert)
+
+
+def polynomial_witness(block: dict[str, Any], layers: list[dict[str, Any]]) -> None:
+    """`polynomial identity`: P − B is the zero polynomial."""
+    require(identity(block, layers), "P - B is not the zero polynomial")
