@@ -21,6 +21,7 @@ from .kernel.contract import Check, Invalid, Kind, require
 from .readers.shape import document_problem
 from .readers.source import SourceError, read_statement
 from .rules import (
+    bias_families,
     concrete,
     equivalence,
     families,
@@ -166,36 +167,113 @@ class Subject:
     weights: dict[str, Layers] | None = None
 
 
+Reasons = Callable[[dict[str, Any]], frozenset[Bias]]
+# The fields a certificate may have besides `kind`, from the certificate itself (its check,
+# method, rule…) and whether it is a case of a width search.
+Fields = Callable[[dict[str, Any], bool], frozenset[str]]
+PROSE = ("argument", "lemma")  # words for readers: the checker re-proves and re-derives them
+
+
 def _none(cert: dict[str, Any]) -> frozenset[Bias]:
     return frozenset()
 
 
-def _always(*reasons: Bias) -> Callable[[dict[str, Any]], frozenset[Bias]]:
+def _always(*reasons: Bias) -> Reasons:
     return lambda cert: frozenset(reasons)
 
 
-def _section(*reasons: Bias) -> Callable[[dict[str, Any]], frozenset[Bias]]:
+def _section(*reasons: Bias) -> Reasons:
     """The reasons, and FLIPS when the certificate is a §8.2 one (its `section`)."""
     return lambda cert: frozenset(reasons) | (
         {Bias.FLIPS} if cert.get("section") == flips.SECTION else set())
 
 
-def _flip_rule(*reasons: Bias) -> Callable[[dict[str, Any]], frozenset[Bias]]:
+def _flip_rule(*reasons: Bias) -> Reasons:
     """The reasons, and FLIPS when the certificate names a §8.2 row as its rule."""
     return lambda cert: frozenset(reasons) | (
         {Bias.FLIPS} if unique_subset.flip_rule(cert) else set())
 
 
+def _fields(*names: str) -> Fields:
+    """These fields, whatever the certificate says."""
+    return lambda cert, in_case: frozenset(names)
+
+
+def _flip_rule_fields(common: tuple[str, ...], section_4: tuple[str, ...],
+                      section_8_2: tuple[str, ...]) -> Fields:
+    """The fields of a §4 certificate, or of its §8.2 row's (`rule` names a row)."""
+    return lambda cert, in_case: frozenset(
+        common + (section_8_2 if unique_subset.flip_rule(cert) else section_4))
+
+
+def _lemma_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
+    """T1 states its block degree, T4 whether σ is gated; the other rules neither."""
+    extra = {"T1": ("block_degree",), "T4": ("gated",)}.get(cert.get("rule"), ())
+    return frozenset(("rule", "property", "depth", "direction", *extra, *PROSE))
+
+
+def _rule_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
+    """A family rule: its width, rank S when it uses it, an example member; the identity
+    table's generic rank; a linear neuron's gate bias γ."""
+    rule = cert.get("rule")
+    extra = (("generic_rank",) if rule == families.IDENTITY
+             else ("gamma",) if rule in bias_families.LINEAR_NEURON_RULES else ())
+    return frozenset(("rule", "width", "rank_S", "example", *extra, *PROSE))
+
+
+# subset search: each method's own fields (docs/certificates.md, `subset search`)
+METHODS = {"width search": ("width", "canonical_form", "cases"),
+           "key count": ("width", "canonical_form", "keys"),
+           "lattice functional": ("Y", "Y_dot_target"), "unique combination": ("coefficients",),
+           "enumeration": ("free_coordinates",), "smt": (), "cp-sat": ("terms", "equations"),
+           "sign enumeration": ()}
+
+
+def _subset_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
+    """A separating functional or a subset search by its method, with what its context adds:
+    a case of a width search its complement basis Q; a §8.2 system its section, rule, value
+    and width (m); a GLU system (a gated block) c and the lemma Og(c)."""
+    if cert.get("kind") == Kind.SEPARATING_FUNCTIONAL:
+        own: tuple[str, ...] = ("Y", "Y_dot_target")
+    else:
+        method = cert.get("method")
+        own = ("method", *(METHODS.get(method, ()) if isinstance(method, str) else ()))
+    if in_case:
+        context: tuple[str, ...] = ("complement_basis",)
+    elif "section" in cert:
+        context = ("section", "rule", "value", "width")
+    elif cert.get("method") in ("width search", "key count"):
+        context = ()
+    else:
+        context = ("c",)
+    return frozenset((*own, *context, *PROSE))
+
+
+def _half_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
+    """The least tuple of patterns is stated exactly when the products were enumerated."""
+    extra = ("least_patterns",) if cert.get("combine") == "products" else ()
+    return frozenset(("width", "rank", "combine", "layers", *extra, "argument"))
+
+
+def _nullstellensatz_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
+    extra = ("cofactors",) if cert.get("method") == "cofactors" else ()
+    return frozenset(("method", "equations", "unknowns", "width", *extra, "argument"))
+
+
 @dataclass(frozen=True)
 class Entry:
-    """A certificate kind (or witness check): what it shows, the function that checks it
-    against a `Subject` (returning what it shows: a truth table, a width, a verdict…), and
-    why it may be about biased blocks. `stored`: a witness with stored layers, whose shapes
-    and idle neurons `concrete.stored_layers` checks first."""
+    """A certificate kind (or a witness's check): what it shows, the function that checks it
+    against a `Subject` (returning what it shows: a truth table, a width, a verdict…), the
+    fields a certificate of it may have besides `kind` (every one is checked or prose), why it
+    may be about biased blocks, and `parts`: objects inside it read field by field, with their
+    fields. `stored`: a witness with stored layers, whose shapes and idle neurons
+    `concrete.stored_layers` checks first."""
 
     shows: frozenset[Role]
     check: Callable[[Subject, dict[str, Any]], Any]
-    biases: Callable[[dict[str, Any]], frozenset[Bias]] = _none
+    fields: Fields
+    biases: Reasons = _none
+    parts: tuple[tuple[str, frozenset[str]], ...] = ()
     stored: bool = False
 
 
@@ -208,14 +286,22 @@ def _facts(subject: Subject, cert: dict[str, Any]) -> None:
 
 
 def _subset_search(subject: Subject, cert: dict[str, Any]) -> None:
+    """§8.2's flip system (by its section), the GLU system of a gated block, else the width
+    search (or key count) of docs/rules.md §4."""
     block = subject.block
-    if block["activation"]["gated"]:
+    if "section" in cert:
+        flips.refutation(block, subject.width, cert)
+    elif block["activation"]["gated"]:
         glu.refutation(block, subject.width, cert)
     else:
         width.refutation(block, subject.width, cert)
 
 
 def _separating(subject: Subject, cert: dict[str, Any]) -> None:
+    """A separating functional of §8.2's flip system or of the GLU system."""
+    if "section" in cert:
+        flips.refutation(subject.block, subject.width, cert)
+        return
     require(subject.block["activation"]["gated"],
             f"a {cert.get('kind')!r} certificate cannot show non-absorbability")
     glu.refutation(subject.block, subject.width, cert)
@@ -252,6 +338,10 @@ def _large(subject: Subject, cert: dict[str, Any]) -> None:
     large.refutation(subject.block, subject.width, cert, subject.layers)
 
 
+def _generic(subject: Subject, cert: dict[str, Any]) -> None:
+    generic.refutation(subject.block, subject.width, cert)
+
+
 def _reduced(subject: Subject, cert: dict[str, Any]) -> Any:
     assert subject.doc is not None and subject.weights is not None
     return sublayer.reduce(subject.doc, subject.weights, cert, _verify)
@@ -269,85 +359,158 @@ def _gated(subject: Subject, cert: dict[str, Any]) -> str:
 
 REFUTES = _roles(Role.REFUTATION)
 NEVER_SHOWN = _roles(Role.NEVER)
+EQUALITY = _roles(Role.EQUALITY)
+SUBLAYER = _roles(Role.SUBLAYER)
+KEYS = _always(Bias.KEYS)
+GENERIC = _always(Bias.GENERIC)
+CASE = frozenset({"doubles", "spare_pairs", "refutation"})  # a width search's case
 REGISTRY: dict[Kind, Entry] = {
-    Kind.WITNESS: Entry(_roles(Role.WITNESS), lambda s, c: _witness(s.block, s.width, c,
-                                                                    s.layers)),
-    Kind.HOMOGENEITY_POINT: Entry(NEVER_SHOWN, lambda s, c: homogeneity.point(s.block, c)),
-    Kind.PARITY_POINT: Entry(NEVER_SHOWN, lambda s, c: parity.point(s.block, c)),
+    # a witness's fields depend on its check: WITNESSES
+    Kind.WITNESS: Entry(_roles(Role.WITNESS),
+                        lambda s, c: _witness(s.block, s.width, c, s.layers),
+                        _fields("check", "width")),
+    Kind.HOMOGENEITY_POINT: Entry(
+        NEVER_SHOWN, lambda s, c: homogeneity.point(s.block, c),
+        _fields("rule", "property", "degree", "x0", "t", "B_at_x0", "B_at_t_x0", *PROSE)),
+    Kind.PARITY_POINT: Entry(
+        NEVER_SHOWN, lambda s, c: parity.point(s.block, c),
+        _fields("rule", "property", "x0", "B_at_x0", "B_at_minus_x0", *PROSE)),
     Kind.PARITY_POINT_AT_INFINITY: Entry(
-        NEVER_SHOWN, lambda s, c: parity_infinity.point(s.block, c), _always(Bias.RULES)),
-    Kind.LEMMA_DIRECTION: Entry(_roles(Role.NEVER, Role.FAMILY),
-                                lambda s, c: never.lemma(s.block, c), _always(Bias.RULES)),
+        NEVER_SHOWN, lambda s, c: parity_infinity.point(s.block, c),
+        _fields("rule", "property", "x0", "B0_at_x0", "B0_at_minus_x0", *PROSE),
+        _always(Bias.RULES)),
+    Kind.LEMMA_DIRECTION: Entry(
+        _roles(Role.NEVER, Role.FAMILY), lambda s, c: never.lemma(s.block, c), _lemma_fields,
+        _always(Bias.RULES), parts=(("direction", frozenset({"index", "skip_power_entry"})),)),
     Kind.LINEAR_RANK: Entry(REFUTES, lambda s, c: linear.rank(s.block, s.width, c),
-                            _always(Bias.KEYS)),
-    Kind.SEPARATING_FUNCTIONAL: Entry(REFUTES, _separating, _section()),
-    Kind.SUBSET_SEARCH: Entry(REFUTES, _subset_search, _section(Bias.KEYS)),
-    Kind.MODULAR_FUNCTIONAL: Entry(REFUTES, _large, _always(Bias.KEYS)),
-    Kind.KEY_COUNT: Entry(REFUTES, _large, _flip_rule(Bias.KEYS)),
-    Kind.UNIQUE_SUBSET_SOLUTION: Entry(REFUTES, _large, _flip_rule(Bias.KEYS)),
+                            _fields("Lambda", "rank", "width", "argument"), KEYS),
+    Kind.SEPARATING_FUNCTIONAL: Entry(REFUTES, _separating, _subset_fields, _section()),
+    Kind.SUBSET_SEARCH: Entry(REFUTES, _subset_search, _subset_fields, _section(Bias.KEYS),
+                              parts=(("cases", CASE),)),
+    Kind.MODULAR_FUNCTIONAL: Entry(
+        REFUTES, _large, _fields("rule", "prime", "minor_prime", "rows", "cols", "Y", "Y_dot_S",
+                                 "argument"), KEYS),
+    Kind.KEY_COUNT: Entry(
+        REFUTES, _large,
+        _flip_rule_fields(("prime", "keys", "width", "argument"), (), ("rule", "constant")),
+        _flip_rule(Bias.KEYS)),
+    Kind.UNIQUE_SUBSET_SOLUTION: Entry(
+        REFUTES, _large,
+        _flip_rule_fields(("rule", "prime", "solve_primes", "neuron", "value", "flips",
+                           "coordinate", "argument"), (), ("constant", "width")),
+        _flip_rule(Bias.KEYS)),
     Kind.HALF_ACTIVATION_BOUND: Entry(REFUTES, lambda s, c: half.check(s.block, s.width, c),
-                                      _always(Bias.KEYS, Bias.DEPTH)),
-    Kind.NULLSTELLENSATZ: Entry(REFUTES, lambda s, c: generic.refutation(s.block, s.width, c),
-                                _always(Bias.GENERIC)),
-    Kind.REAL_INFEASIBILITY: Entry(REFUTES,
-                                   lambda s, c: generic.refutation(s.block, s.width, c),
-                                   _always(Bias.GENERIC)),
-    Kind.FINITE_POINT_SET: Entry(REFUTES, lambda s, c: generic.refutation(s.block, s.width, c),
-                                 _always(Bias.GENERIC)),
-    Kind.MINIMAL_WIDTH: Entry(_roles(Role.MIN_WIDTH), _min_width),
-    Kind.MINIMAL_WIDTH_BOUNDS: Entry(_roles(Role.BOUNDS), _bounds),
-    Kind.CANONICAL_FORMS: Entry(_roles(Role.EQUALITY), _equal_forms, _always(Bias.KEYS)),
-    Kind.INTEGER_CANONICAL_FORMS: Entry(_roles(Role.EQUALITY), _equal_integer_forms,
-                                        _always(Bias.KEYS)),
-    Kind.RULE: Entry(_roles(Role.FAMILY), _family_rule, _family_rule_biases),
-    Kind.FACTS: Entry(_roles(Role.NOTHING), _facts),
-    Kind.NORMALISED_SUBLAYER: Entry(_roles(Role.SUBLAYER), _reduced),
-    Kind.RAY_LIMIT: Entry(_roles(Role.SUBLAYER), _ray),
-    Kind.GATED_PRE_NORM_JACOBIAN: Entry(_roles(Role.SUBLAYER), _gated),
+                                      _half_fields, _always(Bias.KEYS, Bias.DEPTH)),
+    Kind.NULLSTELLENSATZ: Entry(REFUTES, _generic, _nullstellensatz_fields, GENERIC),
+    Kind.REAL_INFEASIBILITY: Entry(
+        REFUTES, _generic, _fields("equations", "unknowns", "width", "smtlib", "argument"),
+        GENERIC),
+    Kind.FINITE_POINT_SET: Entry(REFUTES, _generic,
+                                 _fields("width", "points", "smtlib", "argument"), GENERIC),
+    Kind.MINIMAL_WIDTH: Entry(_roles(Role.MIN_WIDTH), _min_width,
+                              _fields("width", "witness", "below")),
+    Kind.MINIMAL_WIDTH_BOUNDS: Entry(_roles(Role.BOUNDS), _bounds,
+                                     _fields("lower", "upper", "above", "below")),
+    Kind.CANONICAL_FORMS: Entry(EQUALITY, _equal_forms,
+                                _fields("equal", "left", "right", "point"), KEYS,
+                                parts=(("point", frozenset({"x0", "left", "right"})),)),
+    Kind.INTEGER_CANONICAL_FORMS: Entry(EQUALITY, _equal_integer_forms,
+                                        _fields("equal", "keys", "difference"), KEYS),
+    Kind.RULE: Entry(_roles(Role.FAMILY), _family_rule, _rule_fields, _family_rule_biases,
+                     parts=(("example", frozenset({"layers", "witness"})),)),
+    Kind.FACTS: Entry(_roles(Role.NOTHING), _facts, _fields("facts")),
+    Kind.NORMALISED_SUBLAYER: Entry(SUBLAYER, _reduced, _fields("reduction", "certificate")),
+    Kind.RAY_LIMIT: Entry(SUBLAYER, _ray, _fields("x0", "w")),
+    Kind.GATED_PRE_NORM_JACOBIAN: Entry(SUBLAYER, _gated, _fields()),
 }
 
-LARGE = (Kind.MODULAR_FUNCTIONAL, Kind.KEY_COUNT, Kind.UNIQUE_SUBSET_SOLUTION)
 WITNESSED = _roles(Role.WITNESS)
+STORED = ("check", "width", "layers")  # a witness that stores its plain stack
+BUILT = ("check", "width", "argument")  # a construction of a large block: no layers stored
 # A witness's `check`: what the checker verifies. Stored layers (`stored`) are the plain
 # stack itself; the constructions of large blocks store none (the checker rebuilds them).
 WITNESSES: dict[Check, Entry] = {
-    Check.CANONICAL_FORMS_EQUAL: Entry(WITNESSED, lambda s, c: width.witness(s.block,
-                                                                             c["layers"]),
-                                       _always(Bias.KEYS), stored=True),
-    Check.LINEAR_MAPS_EQUAL: Entry(WITNESSED, lambda s, c: linear.witness(s.block, c["layers"]),
-                                   _always(Bias.KEYS), stored=True),
-    Check.GLU_SIGN_FLIPS: Entry(WITNESSED, lambda s, c: glu.witness(s.block, c["layers"][0], c),
-                                stored=True),
-    Check.FLIP_IDENTITY: Entry(WITNESSED, lambda s, c: flips.witness(s.block, c["layers"][0], c),
-                               _section(), stored=True),
-    Check.ITSELF: Entry(WITNESSED, lambda s, c: concrete.itself(s.block, c["layers"]),
-                        _always(Bias.ITSELF), stored=True),
-    Check.LAYERS_ABSORBED: Entry(WITNESSED, lambda s, c: concrete.per_layer(
-        s.block, s.width, c, s.layers, _witness), _always(Bias.STACK)),
-    Check.STACK_FORMS_EQUAL: Entry(WITNESSED,
-                                   lambda s, c: concrete.stack_forms(s.block, c["layers"]),
-                                   _always(Bias.KEYS), stored=True),
+    Check.CANONICAL_FORMS_EQUAL: Entry(
+        WITNESSED, lambda s, c: width.witness(s.block, c["layers"]), _fields(*STORED), KEYS,
+        stored=True),
+    Check.LINEAR_MAPS_EQUAL: Entry(
+        WITNESSED, lambda s, c: linear.witness(s.block, c["layers"]), _fields(*STORED), KEYS,
+        stored=True),
+    Check.GLU_SIGN_FLIPS: Entry(
+        WITNESSED, lambda s, c: glu.witness(s.block, c["layers"][0], c),
+        _fields(*STORED, "J", "c", "lemma"), stored=True),
+    Check.FLIP_IDENTITY: Entry(
+        WITNESSED, lambda s, c: flips.witness(s.block, c["layers"][0], c),
+        _fields(*STORED, "J", "section", "rule", "value"), _section(), stored=True),
+    Check.ITSELF: Entry(
+        WITNESSED, lambda s, c: concrete.itself(s.block, c["layers"]), _fields(*STORED),
+        _always(Bias.ITSELF), stored=True),
+    Check.LAYERS_ABSORBED: Entry(
+        WITNESSED, lambda s, c: concrete.per_layer(s.block, s.width, c, s.layers, _witness),
+        _fields("check", "width", "per_layer", "argument"), _always(Bias.STACK)),
+    Check.STACK_FORMS_EQUAL: Entry(
+        WITNESSED, lambda s, c: concrete.stack_forms(s.block, c["layers"]), _fields(*STORED),
+        KEYS, stored=True),
     Check.POLYNOMIAL_IDENTITY: Entry(
         WITNESSED, lambda s, c: generic.polynomial_witness(s.block, c["layers"]),
-        _always(Bias.GENERIC), stored=True),
-    Check.SMT_NO_DIFFERENCE: Entry(WITNESSED, lambda s, c: generic.no_difference(s.block, c),
-                                   _always(Bias.GENERIC), stored=True),
-    Check.ROWS_NEGATED: Entry(WITNESSED, lambda s, c: large.rows_negated(s.block, s.width, c,
-                                                                         s.layers),
-                              _flip_rule(Bias.KEYS)),
-    Check.SPARE_PAIRS: Entry(WITNESSED, lambda s, c: large.spare_pairs(s.block, s.width, c),
-                             _always(Bias.KEYS)),
-    Check.DOUBLES: Entry(WITNESSED, lambda s, c: large.doubled(s.block, s.width, c, s.layers),
-                         _always(Bias.KEYS)),
-    Check.LINEAR_NEURONS: Entry(WITNESSED, lambda s, c: spare.check_linear(s.block, s.width, c),
-                                _always(Bias.CONSTRUCTION)),
-    Check.SQUARE_PAIRS: Entry(WITNESSED,
-                              lambda s, c: spare.check_square_pairs(s.block, s.width, c),
-                              _always(Bias.CONSTRUCTION)),
-    Check.SQUARE_QUADRUPLES: Entry(WITNESSED,
-                                   lambda s, c: spare.check_square(s.block, s.width, c),
-                                   _always(Bias.CONSTRUCTION)),
+        _fields(*STORED), GENERIC, stored=True),
+    Check.SMT_NO_DIFFERENCE: Entry(
+        WITNESSED, lambda s, c: generic.no_difference(s.block, c),
+        _fields(*STORED, "smtlib"), GENERIC, stored=True),
+    Check.ROWS_NEGATED: Entry(
+        WITNESSED, lambda s, c: large.rows_negated(s.block, s.width, c, s.layers),
+        _flip_rule_fields((*BUILT, "flips"), ("a",), ("rule", "constant")),
+        _flip_rule(Bias.KEYS)),
+    Check.SPARE_PAIRS: Entry(
+        WITNESSED, lambda s, c: large.spare_pairs(s.block, s.width, c),
+        _fields(*BUILT, "a", "columns", "rows"), KEYS),
+    Check.DOUBLES: Entry(
+        WITNESSED, lambda s, c: large.doubled(s.block, s.width, c, s.layers),
+        _fields(*BUILT, "a", "neurons", "prime", "det_mod_p"), KEYS),
+    Check.LINEAR_NEURONS: Entry(
+        WITNESSED, lambda s, c: spare.check_linear(s.block, s.width, c),
+        _fields(*BUILT, "columns", "rows", "gamma", "sigma_gamma"), _always(Bias.CONSTRUCTION)),
+    Check.SQUARE_PAIRS: Entry(
+        WITNESSED, lambda s, c: spare.check_square_pairs(s.block, s.width, c),
+        _fields(*BUILT, "columns", "rows", "t", "k"), _always(Bias.CONSTRUCTION)),
+    Check.SQUARE_QUADRUPLES: Entry(
+        WITNESSED, lambda s, c: spare.check_square(s.block, s.width, c),
+        _fields(*BUILT, "columns", "rows", "v"), _always(Bias.CONSTRUCTION)),
 }
+
+
+def _lookup(cert: Any) -> Entry | None:
+    """The entry for a certificate: its kind's, or for a witness its check's (None for an
+    unknown kind or check)."""
+    if not isinstance(cert, dict) or not isinstance(cert.get("kind"), str):
+        return None
+    if cert["kind"] == Kind.WITNESS:
+        check = cert.get("check")
+        return WITNESSES.get(check) if isinstance(check, str) else None
+    return REGISTRY.get(cert["kind"])
+
+
+def _known_fields(cert: dict[str, Any], entry: Entry, in_case: bool = False) -> None:
+    """Every field of the certificate is one its check reads, or prose (docs/certificates.md:
+    every field is checked or absent); so is every field of the objects inside it that its
+    check reads field by field (`parts`), and of the certificates in a width search's cases."""
+    allowed = entry.fields(cert, in_case) | {"kind"}
+    unknown = sorted(map(str, set(cert) - allowed))
+    what = (f"a witness with check {cert.get('check')!r}" if cert.get("kind") == Kind.WITNESS
+            else f"a {cert.get('kind')!r} certificate")
+    require(not unknown, f"{what} has no field {', '.join(map(repr, unknown))} "
+                         f"(its fields: {', '.join(sorted(allowed))})")
+    for name, fields in entry.parts:
+        found = cert.get(name)
+        for part in found if isinstance(found, list) else [found]:
+            if not isinstance(part, dict):
+                continue  # absent, or malformed: the check refuses it
+            extra = sorted(map(str, set(part) - fields))
+            require(not extra, f"'{name}' of {what} has no field {', '.join(map(repr, extra))}")
+            inner = part.get("refutation") if fields is CASE else None
+            case = _lookup(inner)
+            if case is not None:
+                _known_fields(inner, case, in_case=True)
 
 
 def _entry(cert: Any, roles: frozenset[Role], otherwise: str) -> Entry:
@@ -357,6 +520,7 @@ def _entry(cert: Any, roles: frozenset[Role], otherwise: str) -> Entry:
     entry = REGISTRY.get(kind) if isinstance(kind, str) else None
     require(entry is not None and bool(entry.shows & roles), otherwise)
     assert entry is not None
+    _known_fields(cert, entry)
     return entry
 
 
@@ -369,20 +533,16 @@ def _witness(block: dict[str, Any], size: int, cert: dict[str, Any],
     entry = WITNESSES.get(check) if isinstance(check, str) else None
     require(entry is not None, f"unknown witness check {check!r}")
     assert entry is not None
+    _known_fields(cert, entry)
     if entry.stored:
         # the block itself: every field is compared with the block's, idle neurons included
         concrete.stored_layers(block, size, cert, idle=check != Check.ITSELF)
-        require(check == Check.FLIP_IDENTITY or cert.get("section") != flips.SECTION,
-                "a §8.2 witness is checked by the flip identity")
     entry.check(Subject(block, size, layers), cert)
 
 
 def _refutation(block: dict[str, Any], size: int, cert: dict[str, Any],
                 layers: Layers | None = None) -> None:
     """The certificate shows the block not absorbable at `size` (or at any width)."""
-    if cert.get("section") == flips.SECTION and cert.get("kind") not in LARGE:
-        flips.refutation(block, size, cert)  # §8.2: terms and target from the block
-        return
     entry = _entry(cert, _roles(Role.REFUTATION, Role.NEVER),
                    f"a {cert.get('kind')!r} certificate cannot show non-absorbability")
     entry.check(Subject(block, size, layers), cert)
@@ -499,12 +659,7 @@ def _sublayer(doc: dict[str, Any], weights: dict[str, Layers]) -> Any:
 
 def _reasons(cert: Any) -> frozenset[Bias]:
     """Why the certificate may be about biased blocks (its entry's `biases`)."""
-    if not isinstance(cert, dict) or not isinstance(cert.get("kind"), str):
-        return frozenset()
-    entry = REGISTRY.get(cert["kind"])
-    if cert["kind"] == Kind.WITNESS:
-        check = cert.get("check")
-        entry = WITNESSES.get(check) if isinstance(check, str) else None
+    entry = _lookup(cert)
     return frozenset() if entry is None else entry.biases(cert)
 
 

@@ -19,6 +19,8 @@ from ..kernel.linalg import q
 from ..lemmas import relied as lemmas
 
 GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu (§8.2)
+# the rules whose neurons have gate row 0 and gate bias γ (the certificate's `gamma`)
+LINEAR_NEURON_RULES = ("§8.3 linear neurons", "§8.3 linear neuron in the block")
 
 
 def row_of(act: dict[str, Any]) -> str | None:

@@ -26,6 +26,7 @@ from .truths import ALWAYS, GENERICALLY_NOT, NEVER, SOMETIMES
 # verifies a witness (a certificate) of a block at a width, with the block's read weights
 Witness = Callable[[dict[str, Any], int, dict[str, Any], Layers | None], None]
 
+IDENTITY = "§4 identity activation"  # linear σ: its own table, from rank S, m, d and w
 FAMILY_TRUTHS = {
     "§4 rank of S": NEVER,
     "spare pairs": ALWAYS,
@@ -56,7 +57,7 @@ FAMILY_TRUTHS = {
 # The rules that hold with biases: the §4 ones whose argument keeps biases (plain, zero,
 # spare pairs, linear maps up to a constant) and the §8.3 table.
 BIASED_FAMILY_RULES = frozenset({"plain family", "zero weights", "spare pairs",
-                                 "§4 identity activation", half.RULE,
+                                 IDENTITY, half.RULE,
                                  *(r for r in FAMILY_TRUTHS if r.startswith("§8.3"))})
 
 
@@ -68,21 +69,23 @@ def truth(block: dict[str, Any], width: int, cert: dict[str, Any], witness: Witn
     require(whole(cert["width"]) == width, "the rule was applied at another width")
     if "rank_S" in cert:
         require(whole(cert["rank_S"]) == exact.skip_rank(block), "the stored rank(S) is wrong")
-    if rule == "§4 identity activation":
-        return _identity_table(block, width, cert)
-    require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
-    require(not block.get("bias") or rule in BIASED_FAMILY_RULES,
-            f"rule {rule!r} does not hold for families with biases (docs/rules.md §8)")
-    if rule.startswith("§8.3"):
-        bias_families.preconditions(block, rule, width, cert)
-    elif rule.startswith("§5 "):
-        glu_families.preconditions(block, rule, width)
+    if rule == IDENTITY:
+        table = _identity_table(block, width, cert)
     else:
-        _rule_preconditions(block, rule, width)
+        require(rule in FAMILY_TRUTHS, f"unknown rule {rule!r}")
+        require(not block.get("bias") or rule in BIASED_FAMILY_RULES,
+                f"rule {rule!r} does not hold for families with biases (docs/rules.md §8)")
+        if rule.startswith("§8.3"):
+            bias_families.preconditions(block, rule, width, cert)
+        elif rule.startswith("§5 "):
+            glu_families.preconditions(block, rule, width)
+        else:
+            _rule_preconditions(block, rule, width)
+        table = FAMILY_TRUTHS[rule]
     if "example" in cert:
         witness(_example_member(block, cert["example"], rule), width,
                 cert["example"]["witness"], None)
-    return FAMILY_TRUTHS[rule]
+    return table
 
 
 def _rule_preconditions(block: dict[str, Any], rule: str, width: int) -> None:
@@ -131,21 +134,26 @@ BIASED_EXAMPLE_RULES = frozenset({"§8.3 relu^2 flips", "§8.3 linear neuron in 
 
 def _example_member(block: dict[str, Any], example: dict[str, Any],
                     rule: str) -> dict[str, Any]:
-    """The family member an example names. A biased family's example is a member with zero
-    biases, stated bias-free (no bias fields anywhere): its bias-free witness is a biased
-    plain block with zero biases (docs/rules.md §8); except for BIASED_EXAMPLE_RULES, whose member
-    carries its biases, each layer shaped as one of the family's (width m)."""
+    """The family member an example names: the block's depth, each layer shaped as one of the
+    family's (width m). A biased family's example is a member with zero biases, stated
+    bias-free (no bias fields anywhere): its bias-free witness is a biased plain block with
+    zero biases (docs/rules.md §8); except for BIASED_EXAMPLE_RULES, whose member carries its
+    biases."""
+    layers = example["layers"]
+    require(isinstance(layers, list) and len(layers) == block["depth"],
+            "the example has the wrong depth")
     if block.get("bias") and rule in BIASED_EXAMPLE_RULES:
-        require(len(example["layers"]) == block["depth"], "the example has the wrong depth")
-        for layer in example["layers"]:
+        for layer in layers:
             layer_shapes(block, layer, block["width"])
-        return dict(block, layers=example["layers"])
+        return dict(block, layers=layers)
     if block.get("bias"):
-        for layer in [*example["layers"], *example["witness"].get("layers", [])]:
+        for layer in [*layers, *example["witness"].get("layers", [])]:
             require(not any(name in layer for name in ("up_bias", "gate_bias", "down_bias")),
                     "the example of a biased family is stated with zero (absent) biases")
-    member = {key: value for key, value in block.items() if key != "bias"}
-    return dict(member, layers=example["layers"])
+    member = dict({key: value for key, value in block.items() if key != "bias"}, layers=layers)
+    for layer in layers:
+        layer_shapes(member, layer, block["width"])
+    return member
 
 
 def _identity_table(block: dict[str, Any], width: int, cert: dict[str, Any]

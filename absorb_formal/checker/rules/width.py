@@ -75,15 +75,23 @@ def refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         require(whole(cert["keys"]) == p, "the stored key count is wrong")
         return
     require(method == "width search", f"unknown refutation method {method!r}")
-    cases = {(tuple(whole(i) - 1 for i in c["doubles"]), whole(c["spare_pairs"])): c["refutation"]
-             for c in cert["cases"]}
+    # Every case listed is verified, those beyond the width too (a search for the minimal
+    # width stores the cases it refuted at the next cost): no listed case goes unchecked.
+    cases = {}
+    for c in cert["cases"]:
+        delta, k = tuple(whole(i) - 1 for i in c["doubles"]), whole(c["spare_pairs"])
+        require(list(delta) == sorted(set(delta)) and all(0 <= i < p for i in delta) and k >= 0,
+                f"case doubles={list(c['doubles'])}, spare pairs={k} is no case of {p} keys")
+        require((delta, k) not in cases, f"case doubles={list(c['doubles'])}, spare pairs={k} "
+                                         "is listed twice")
+        cases[(delta, k)] = c["refutation"]
+        _case(family, lam, keys, delta, k, c["refutation"])
     for extra in range(0, width - p + 1):
         for j in range(extra % 2, min(extra, p) + 1, 2):
             for delta in itertools.combinations(range(p), j):
                 k = (extra - j) // 2
                 require((delta, k) in cases, f"case doubles={[i + 1 for i in delta]}, "
                                              f"spare pairs={k} is not refuted")
-                _case(family, lam, keys, delta, k, cases[(delta, k)])
 
 
 def _case(family: tuple[str, Fraction, Fraction | None], lam: Rows,
