@@ -17,11 +17,12 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
+from . import biases, fields
+from .biases import Bias
 from .kernel.contract import Check, Invalid, Kind, require
 from .readers.shape import document_problem
 from .readers.source import SourceError, read_statement
 from .rules import (
-    bias_families,
     concrete,
     equivalence,
     families,
@@ -36,7 +37,6 @@ from .rules import (
     parity_infinity,
     spare,
     sublayer,
-    unique_subset,
     width,
 )
 from .rules import half_activation as half
@@ -137,21 +137,6 @@ class Role(Enum):
     NOTHING = "nothing the checker verifies"  # facts: query output, never stored
 
 
-class Bias(Enum):
-    """Why a certificate may be about blocks with biases (docs/rules.md §8): its check re-derives
-    the claim with biases kept. `_biases_ok` says under which conditions each reason counts;
-    a certificate with none is refused for biased blocks."""
-
-    KEYS = "§8.1: affine keys and γ (ungated blocks)"
-    FLIPS = "§8.2: flip sets"
-    CONSTRUCTION = "§8: linear neurons, square pairs and quadruples"
-    ITSELF = "§8: a plain block is its own witness"
-    RULES = "§8, §8.3: T3, T2∞ and the family table with biases"
-    GENERIC = "§8.4: the generic engine (absorbable and min width claims)"
-    STACK = "§8.4: a stack of per-layer certificates"
-    DEPTH = "§9: the half-activation bound, any depth"
-
-
 @dataclass(frozen=True)
 class Subject:
     """What a certificate is checked against: the claim's block at a width, the weights the
@@ -167,112 +152,20 @@ class Subject:
     weights: dict[str, Layers] | None = None
 
 
-Reasons = Callable[[dict[str, Any]], frozenset[Bias]]
-# The fields a certificate may have besides `kind`, from the certificate itself (its check,
-# method, rule…) and whether it is a case of a width search.
-Fields = Callable[[dict[str, Any], bool], frozenset[str]]
-PROSE = ("argument", "lemma")  # words for readers: the checker re-proves and re-derives them
-
-
-def _none(cert: dict[str, Any]) -> frozenset[Bias]:
-    return frozenset()
-
-
-def _always(*reasons: Bias) -> Reasons:
-    return lambda cert: frozenset(reasons)
-
-
-def _section(*reasons: Bias) -> Reasons:
-    """The reasons, and FLIPS when the certificate is a §8.2 one (its `section`)."""
-    return lambda cert: frozenset(reasons) | (
-        {Bias.FLIPS} if cert.get("section") == flips.SECTION else set())
-
-
-def _flip_rule(*reasons: Bias) -> Reasons:
-    """The reasons, and FLIPS when the certificate names a §8.2 row as its rule."""
-    return lambda cert: frozenset(reasons) | (
-        {Bias.FLIPS} if unique_subset.flip_rule(cert) else set())
-
-
-def _fields(*names: str) -> Fields:
-    """These fields, whatever the certificate says."""
-    return lambda cert, in_case: frozenset(names)
-
-
-def _flip_rule_fields(common: tuple[str, ...], section_4: tuple[str, ...],
-                      section_8_2: tuple[str, ...]) -> Fields:
-    """The fields of a §4 certificate, or of its §8.2 row's (`rule` names a row)."""
-    return lambda cert, in_case: frozenset(
-        common + (section_8_2 if unique_subset.flip_rule(cert) else section_4))
-
-
-def _lemma_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
-    """T1 states its block degree, T4 whether σ is gated; the other rules neither."""
-    extra = {"T1": ("block_degree",), "T4": ("gated",)}.get(cert.get("rule"), ())
-    return frozenset(("rule", "property", "depth", "direction", *extra, *PROSE))
-
-
-def _rule_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
-    """A family rule: its width, rank S when it uses it, an example member; the identity
-    table's generic rank; a linear neuron's gate bias γ."""
-    rule = cert.get("rule")
-    extra = (("generic_rank",) if rule == families.IDENTITY
-             else ("gamma",) if rule in bias_families.LINEAR_NEURON_RULES else ())
-    return frozenset(("rule", "width", "rank_S", "example", *extra, *PROSE))
-
-
-# subset search: each method's own fields (docs/certificates.md, `subset search`)
-METHODS = {"width search": ("width", "canonical_form", "cases"),
-           "key count": ("width", "canonical_form", "keys"),
-           "lattice functional": ("Y", "Y_dot_target"), "unique combination": ("coefficients",),
-           "enumeration": ("free_coordinates",), "smt": (), "cp-sat": ("terms", "equations"),
-           "sign enumeration": ()}
-
-
-def _subset_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
-    """A separating functional or a subset search by its method, with what its context adds:
-    a case of a width search its complement basis Q; a §8.2 system its section, rule, value
-    and width (m); a GLU system (a gated block) c and the lemma Og(c)."""
-    if cert.get("kind") == Kind.SEPARATING_FUNCTIONAL:
-        own: tuple[str, ...] = ("Y", "Y_dot_target")
-    else:
-        method = cert.get("method")
-        own = ("method", *(METHODS.get(method, ()) if isinstance(method, str) else ()))
-    if in_case:
-        context: tuple[str, ...] = ("complement_basis",)
-    elif "section" in cert:
-        context = ("section", "rule", "value", "width")
-    elif cert.get("method") in ("width search", "key count"):
-        context = ()
-    else:
-        context = ("c",)
-    return frozenset((*own, *context, *PROSE))
-
-
-def _half_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
-    """The least tuple of patterns is stated exactly when the products were enumerated."""
-    extra = ("least_patterns",) if cert.get("combine") == "products" else ()
-    return frozenset(("width", "rank", "combine", "layers", *extra, "argument"))
-
-
-def _nullstellensatz_fields(cert: dict[str, Any], in_case: bool) -> frozenset[str]:
-    extra = ("cofactors",) if cert.get("method") == "cofactors" else ()
-    return frozenset(("method", "equations", "unknowns", "width", *extra, "argument"))
-
-
 @dataclass(frozen=True)
 class Entry:
     """A certificate kind (or a witness's check): what it shows, the function that checks it
     against a `Subject` (returning what it shows: a truth table, a width, a verdict…), the
-    fields a certificate of it may have besides `kind` (every one is checked or prose), why it
-    may be about biased blocks, and `parts`: objects inside it read field by field, with their
+    fields a certificate of it may have besides `kind` (`allowed`: every one is checked or
+    prose, checker/fields.py), why it may be about biased blocks (`reasons`,
+    checker/biases.py), and `parts`: objects inside it read field by field, with their
     fields. `stored`: a witness with stored layers, whose shapes and idle neurons
     `concrete.stored_layers` checks first."""
 
     shows: frozenset[Role]
     check: Callable[[Subject, dict[str, Any]], Any]
-    fields: Fields
-    biases: Reasons = _none
+    allowed: fields.Fields
+    reasons: biases.Reasons = biases.none
     parts: tuple[tuple[str, frozenset[str]], ...] = ()
     stored: bool = False
 
@@ -319,10 +212,6 @@ def _family_rule(subject: Subject, cert: dict[str, Any]) -> dict[str, bool]:
     return families.truth(subject.block, subject.width, cert, _witness)
 
 
-def _family_rule_biases(cert: dict[str, Any]) -> frozenset[Bias]:
-    return frozenset({Bias.RULES} if cert.get("rule") in families.BIASED_FAMILY_RULES else ())
-
-
 def _equal_forms(subject: Subject, cert: dict[str, Any]) -> bool:
     assert subject.other is not None
     return equivalence.canonical(subject.block, subject.other, cert)
@@ -357,125 +246,119 @@ def _gated(subject: Subject, cert: dict[str, Any]) -> str:
     return sublayer.gated(subject.doc, cert)
 
 
-REFUTES = _roles(Role.REFUTATION)
-NEVER_SHOWN = _roles(Role.NEVER)
-EQUALITY = _roles(Role.EQUALITY)
-SUBLAYER = _roles(Role.SUBLAYER)
-KEYS = _always(Bias.KEYS)
-GENERIC = _always(Bias.GENERIC)
-CASE = frozenset({"doubles", "spare_pairs", "refutation"})  # a width search's case
+REFUTES, NEVER_SHOWN = _roles(Role.REFUTATION), _roles(Role.NEVER)
+EQUALITY, SUBLAYER, WITNESSED = _roles(Role.EQUALITY), _roles(Role.SUBLAYER), _roles(Role.WITNESS)
+fixed, PROSE, STORED, BUILT = fields.fixed, fields.PROSE, fields.STORED, fields.BUILT
+KEYS, GENERIC = biases.always(Bias.KEYS), biases.always(Bias.GENERIC)
+RULES, CONSTRUCTION = biases.always(Bias.RULES), biases.always(Bias.CONSTRUCTION)
 REGISTRY: dict[Kind, Entry] = {
     # a witness's fields depend on its check: WITNESSES
-    Kind.WITNESS: Entry(_roles(Role.WITNESS),
-                        lambda s, c: _witness(s.block, s.width, c, s.layers),
-                        _fields("check", "width")),
+    Kind.WITNESS: Entry(_roles(Role.WITNESS), lambda s, c: _witness(s.block, s.width, c,
+                                                                    s.layers),
+                        fixed("check", "width")),
     Kind.HOMOGENEITY_POINT: Entry(
         NEVER_SHOWN, lambda s, c: homogeneity.point(s.block, c),
-        _fields("rule", "property", "degree", "x0", "t", "B_at_x0", "B_at_t_x0", *PROSE)),
+        fixed("rule", "property", "degree", "x0", "t", "B_at_x0", "B_at_t_x0", *PROSE)),
     Kind.PARITY_POINT: Entry(
         NEVER_SHOWN, lambda s, c: parity.point(s.block, c),
-        _fields("rule", "property", "x0", "B_at_x0", "B_at_minus_x0", *PROSE)),
+        fixed("rule", "property", "x0", "B_at_x0", "B_at_minus_x0", *PROSE)),
     Kind.PARITY_POINT_AT_INFINITY: Entry(
         NEVER_SHOWN, lambda s, c: parity_infinity.point(s.block, c),
-        _fields("rule", "property", "x0", "B0_at_x0", "B0_at_minus_x0", *PROSE),
-        _always(Bias.RULES)),
+        fixed("rule", "property", "x0", "B0_at_x0", "B0_at_minus_x0", *PROSE), RULES),
     Kind.LEMMA_DIRECTION: Entry(
-        _roles(Role.NEVER, Role.FAMILY), lambda s, c: never.lemma(s.block, c), _lemma_fields,
-        _always(Bias.RULES), parts=(("direction", frozenset({"index", "skip_power_entry"})),)),
+        _roles(Role.NEVER, Role.FAMILY), lambda s, c: never.lemma(s.block, c), fields.lemma,
+        RULES, parts=(("direction", frozenset({"index", "skip_power_entry"})),)),
     Kind.LINEAR_RANK: Entry(REFUTES, lambda s, c: linear.rank(s.block, s.width, c),
-                            _fields("Lambda", "rank", "width", "argument"), KEYS),
-    Kind.SEPARATING_FUNCTIONAL: Entry(REFUTES, _separating, _subset_fields, _section()),
-    Kind.SUBSET_SEARCH: Entry(REFUTES, _subset_search, _subset_fields, _section(Bias.KEYS),
-                              parts=(("cases", CASE),)),
+                            fixed("Lambda", "rank", "width", "argument"), KEYS),
+    Kind.SEPARATING_FUNCTIONAL: Entry(REFUTES, _separating, fields.subset, biases.section()),
+    Kind.SUBSET_SEARCH: Entry(REFUTES, _subset_search, fields.subset, biases.section(Bias.KEYS),
+                              parts=(("cases", fields.CASE),)),
     Kind.MODULAR_FUNCTIONAL: Entry(
-        REFUTES, _large, _fields("rule", "prime", "minor_prime", "rows", "cols", "Y", "Y_dot_S",
-                                 "argument"), KEYS),
+        REFUTES, _large,
+        fixed("rule", "prime", "minor_prime", "rows", "cols", "Y", "Y_dot_S", "argument"), KEYS),
     Kind.KEY_COUNT: Entry(
         REFUTES, _large,
-        _flip_rule_fields(("prime", "keys", "width", "argument"), (), ("rule", "constant")),
-        _flip_rule(Bias.KEYS)),
+        fields.flip_rule(("prime", "keys", "width", "argument"), (), ("rule", "constant")),
+        biases.flip_rule(Bias.KEYS)),
     Kind.UNIQUE_SUBSET_SOLUTION: Entry(
         REFUTES, _large,
-        _flip_rule_fields(("rule", "prime", "solve_primes", "neuron", "value", "flips",
-                           "coordinate", "argument"), (), ("constant", "width")),
-        _flip_rule(Bias.KEYS)),
+        fields.flip_rule(("rule", "prime", "solve_primes", "neuron", "value", "flips",
+                          "coordinate", "argument"), (), ("constant", "width")),
+        biases.flip_rule(Bias.KEYS)),
     Kind.HALF_ACTIVATION_BOUND: Entry(REFUTES, lambda s, c: half.check(s.block, s.width, c),
-                                      _half_fields, _always(Bias.KEYS, Bias.DEPTH)),
-    Kind.NULLSTELLENSATZ: Entry(REFUTES, _generic, _nullstellensatz_fields, GENERIC),
+                                      fields.half_activation,
+                                      biases.always(Bias.KEYS, Bias.DEPTH)),
+    Kind.NULLSTELLENSATZ: Entry(REFUTES, _generic, fields.nullstellensatz, GENERIC),
     Kind.REAL_INFEASIBILITY: Entry(
-        REFUTES, _generic, _fields("equations", "unknowns", "width", "smtlib", "argument"),
+        REFUTES, _generic, fixed("equations", "unknowns", "width", "smtlib", "argument"),
         GENERIC),
     Kind.FINITE_POINT_SET: Entry(REFUTES, _generic,
-                                 _fields("width", "points", "smtlib", "argument"), GENERIC),
+                                 fixed("width", "points", "smtlib", "argument"), GENERIC),
     Kind.MINIMAL_WIDTH: Entry(_roles(Role.MIN_WIDTH), _min_width,
-                              _fields("width", "witness", "below")),
+                              fixed("width", "witness", "below")),
     Kind.MINIMAL_WIDTH_BOUNDS: Entry(_roles(Role.BOUNDS), _bounds,
-                                     _fields("lower", "upper", "above", "below")),
-    Kind.CANONICAL_FORMS: Entry(EQUALITY, _equal_forms,
-                                _fields("equal", "left", "right", "point"), KEYS,
-                                parts=(("point", frozenset({"x0", "left", "right"})),)),
+                                     fixed("lower", "upper", "above", "below")),
+    Kind.CANONICAL_FORMS: Entry(EQUALITY, _equal_forms, fixed("equal", "left", "right", "point"),
+                                KEYS, parts=(("point", frozenset({"x0", "left", "right"})),)),
     Kind.INTEGER_CANONICAL_FORMS: Entry(EQUALITY, _equal_integer_forms,
-                                        _fields("equal", "keys", "difference"), KEYS),
-    Kind.RULE: Entry(_roles(Role.FAMILY), _family_rule, _rule_fields, _family_rule_biases,
+                                        fixed("equal", "keys", "difference"), KEYS),
+    Kind.RULE: Entry(_roles(Role.FAMILY), _family_rule, fields.rule, biases.family_rule,
                      parts=(("example", frozenset({"layers", "witness"})),)),
-    Kind.FACTS: Entry(_roles(Role.NOTHING), _facts, _fields("facts")),
-    Kind.NORMALISED_SUBLAYER: Entry(SUBLAYER, _reduced, _fields("reduction", "certificate")),
-    Kind.RAY_LIMIT: Entry(SUBLAYER, _ray, _fields("x0", "w")),
-    Kind.GATED_PRE_NORM_JACOBIAN: Entry(SUBLAYER, _gated, _fields()),
+    Kind.FACTS: Entry(_roles(Role.NOTHING), _facts, fixed("facts")),
+    Kind.NORMALISED_SUBLAYER: Entry(SUBLAYER, _reduced, fixed("reduction", "certificate")),
+    Kind.RAY_LIMIT: Entry(SUBLAYER, _ray, fixed("x0", "w")),
+    Kind.GATED_PRE_NORM_JACOBIAN: Entry(SUBLAYER, _gated, fixed()),
 }
 
-WITNESSED = _roles(Role.WITNESS)
-STORED = ("check", "width", "layers")  # a witness that stores its plain stack
-BUILT = ("check", "width", "argument")  # a construction of a large block: no layers stored
 # A witness's `check`: what the checker verifies. Stored layers (`stored`) are the plain
 # stack itself; the constructions of large blocks store none (the checker rebuilds them).
 WITNESSES: dict[Check, Entry] = {
     Check.CANONICAL_FORMS_EQUAL: Entry(
-        WITNESSED, lambda s, c: width.witness(s.block, c["layers"]), _fields(*STORED), KEYS,
+        WITNESSED, lambda s, c: width.witness(s.block, c["layers"]), fixed(*STORED), KEYS,
         stored=True),
     Check.LINEAR_MAPS_EQUAL: Entry(
-        WITNESSED, lambda s, c: linear.witness(s.block, c["layers"]), _fields(*STORED), KEYS,
+        WITNESSED, lambda s, c: linear.witness(s.block, c["layers"]), fixed(*STORED), KEYS,
         stored=True),
     Check.GLU_SIGN_FLIPS: Entry(
         WITNESSED, lambda s, c: glu.witness(s.block, c["layers"][0], c),
-        _fields(*STORED, "J", "c", "lemma"), stored=True),
+        fixed(*STORED, "J", "c", "lemma"), stored=True),
     Check.FLIP_IDENTITY: Entry(
         WITNESSED, lambda s, c: flips.witness(s.block, c["layers"][0], c),
-        _fields(*STORED, "J", "section", "rule", "value"), _section(), stored=True),
+        fixed(*STORED, "J", "section", "rule", "value"), biases.section(), stored=True),
     Check.ITSELF: Entry(
-        WITNESSED, lambda s, c: concrete.itself(s.block, c["layers"]), _fields(*STORED),
-        _always(Bias.ITSELF), stored=True),
+        WITNESSED, lambda s, c: concrete.itself(s.block, c["layers"]), fixed(*STORED),
+        biases.always(Bias.ITSELF), stored=True),
     Check.LAYERS_ABSORBED: Entry(
         WITNESSED, lambda s, c: concrete.per_layer(s.block, s.width, c, s.layers, _witness),
-        _fields("check", "width", "per_layer", "argument"), _always(Bias.STACK)),
+        fixed("check", "width", "per_layer", "argument"), biases.always(Bias.STACK)),
     Check.STACK_FORMS_EQUAL: Entry(
-        WITNESSED, lambda s, c: concrete.stack_forms(s.block, c["layers"]), _fields(*STORED),
+        WITNESSED, lambda s, c: concrete.stack_forms(s.block, c["layers"]), fixed(*STORED),
         KEYS, stored=True),
     Check.POLYNOMIAL_IDENTITY: Entry(
         WITNESSED, lambda s, c: generic.polynomial_witness(s.block, c["layers"]),
-        _fields(*STORED), GENERIC, stored=True),
+        fixed(*STORED), GENERIC, stored=True),
     Check.SMT_NO_DIFFERENCE: Entry(
-        WITNESSED, lambda s, c: generic.no_difference(s.block, c),
-        _fields(*STORED, "smtlib"), GENERIC, stored=True),
+        WITNESSED, lambda s, c: generic.no_difference(s.block, c), fixed(*STORED, "smtlib"),
+        GENERIC, stored=True),
     Check.ROWS_NEGATED: Entry(
         WITNESSED, lambda s, c: large.rows_negated(s.block, s.width, c, s.layers),
-        _flip_rule_fields((*BUILT, "flips"), ("a",), ("rule", "constant")),
-        _flip_rule(Bias.KEYS)),
+        fields.flip_rule((*BUILT, "flips"), ("a",), ("rule", "constant")),
+        biases.flip_rule(Bias.KEYS)),
     Check.SPARE_PAIRS: Entry(
         WITNESSED, lambda s, c: large.spare_pairs(s.block, s.width, c),
-        _fields(*BUILT, "a", "columns", "rows"), KEYS),
+        fixed(*BUILT, "a", "columns", "rows"), KEYS),
     Check.DOUBLES: Entry(
         WITNESSED, lambda s, c: large.doubled(s.block, s.width, c, s.layers),
-        _fields(*BUILT, "a", "neurons", "prime", "det_mod_p"), KEYS),
+        fixed(*BUILT, "a", "neurons", "prime", "det_mod_p"), KEYS),
     Check.LINEAR_NEURONS: Entry(
         WITNESSED, lambda s, c: spare.check_linear(s.block, s.width, c),
-        _fields(*BUILT, "columns", "rows", "gamma", "sigma_gamma"), _always(Bias.CONSTRUCTION)),
+        fixed(*BUILT, "columns", "rows", "gamma", "sigma_gamma"), CONSTRUCTION),
     Check.SQUARE_PAIRS: Entry(
         WITNESSED, lambda s, c: spare.check_square_pairs(s.block, s.width, c),
-        _fields(*BUILT, "columns", "rows", "t", "k"), _always(Bias.CONSTRUCTION)),
+        fixed(*BUILT, "columns", "rows", "t", "k"), CONSTRUCTION),
     Check.SQUARE_QUADRUPLES: Entry(
         WITNESSED, lambda s, c: spare.check_square(s.block, s.width, c),
-        _fields(*BUILT, "columns", "rows", "v"), _always(Bias.CONSTRUCTION)),
+        fixed(*BUILT, "columns", "rows", "v"), CONSTRUCTION),
 }
 
 
@@ -490,24 +373,30 @@ def _lookup(cert: Any) -> Entry | None:
     return REGISTRY.get(cert["kind"])
 
 
+def _reasons(cert: Any) -> frozenset[Bias]:
+    """Why the certificate may be about biased blocks (its entry's `biases`)."""
+    entry = _lookup(cert)
+    return frozenset() if entry is None else entry.reasons(cert)
+
+
 def _known_fields(cert: dict[str, Any], entry: Entry, in_case: bool = False) -> None:
     """Every field of the certificate is one its check reads, or prose (docs/certificates.md:
     every field is checked or absent); so is every field of the objects inside it that its
     check reads field by field (`parts`), and of the certificates in a width search's cases."""
-    allowed = entry.fields(cert, in_case) | {"kind"}
+    allowed = entry.allowed(cert, in_case) | {"kind"}
     unknown = sorted(map(str, set(cert) - allowed))
     what = (f"a witness with check {cert.get('check')!r}" if cert.get("kind") == Kind.WITNESS
             else f"a {cert.get('kind')!r} certificate")
     require(not unknown, f"{what} has no field {', '.join(map(repr, unknown))} "
                          f"(its fields: {', '.join(sorted(allowed))})")
-    for name, fields in entry.parts:
+    for name, names in entry.parts:
         found = cert.get(name)
         for part in found if isinstance(found, list) else [found]:
             if not isinstance(part, dict):
                 continue  # absent, or malformed: the check refuses it
-            extra = sorted(map(str, set(part) - fields))
+            extra = sorted(map(str, set(part) - names))
             require(not extra, f"'{name}' of {what} has no field {', '.join(map(repr, extra))}")
-            inner = part.get("refutation") if fields is CASE else None
+            inner = part.get("refutation") if names is fields.CASE else None
             case = _lookup(inner)
             if case is not None:
                 _known_fields(inner, case, in_case=True)
@@ -569,7 +458,7 @@ def _verify(doc: Any, weights: dict[str, Layers]) -> Verdict:
     # docs/rules.md §8: with biases the paper's rules change (T1, T4 fail). A decided claim on a
     # biased block is accepted only with a certificate whose rule re-derives biases.
     require(not any(isinstance(b, dict) and b.get("bias") for b in doc["blocks"].values())
-            or _biases_ok(doc),
+            or biases.allowed(doc, _reasons),
             "blocks with biases: the checker has no rule for them yet (docs/rules.md §8)")
     handle = CLAIMS.get(claim["kind"])
     require(handle is not None, f"unknown claim kind {claim['kind']!r}")
@@ -634,7 +523,7 @@ def _unknown(doc: dict[str, Any], weights: dict[str, Layers]) -> Verdict:
     require(claim["kind"] == "min_width" and cert.get("kind") == Kind.MINIMAL_WIDTH_BOUNDS,
             "an unknown outcome carries no certificate but min width bounds")
     block = doc["blocks"][claim["block"]]
-    require(not block.get("bias") or _biases_ok(doc),
+    require(not block.get("bias") or biases.allowed(doc, _reasons),
             "blocks with biases: no rule for these bounds")
     entry = _entry(cert, _roles(Role.BOUNDS), "not min width bounds")
     lo, hi = entry.check(Subject(block, int(claim["width"]), weights.get(claim["block"])),
@@ -653,50 +542,3 @@ def _sublayer(doc: dict[str, Any], weights: dict[str, Layers]) -> Any:
                    f"a {cert.get('kind')!r} certificate does not decide a normalised sublayer")
     return entry.check(Subject(block, int(claim["width"]), weights.get(claim["block"]),
                                doc=doc, weights=weights), cert)
-
-
-# ---- biases ------------------------------------------------------------------------------
-
-def _reasons(cert: Any) -> frozenset[Bias]:
-    """Why the certificate may be about biased blocks (its entry's `biases`)."""
-    entry = _lookup(cert)
-    return frozenset() if entry is None else entry.biases(cert)
-
-
-def _biases_ok(doc: dict[str, Any]) -> bool:
-    """docs/rules.md §8: a claim about biased blocks stands only on a certificate whose check
-    re-derives biases — one with a reason (`Bias`) that holds here: KEYS for ungated blocks,
-    FLIPS for absorbable claims (or as a part), GENERIC for absorbable and min width claims,
-    STACK when every layer's certificate is one, and a minimal width (or its bounds) when
-    its parts are, as docs/rules.md §8 pairs them."""
-    claim, cert = doc["claim"], doc["certificate"]
-    ungated = not any(b["activation"]["gated"] for b in doc["blocks"].values())
-    kind = cert.get("kind")
-    if kind in (Kind.MINIMAL_WIDTH, Kind.MINIMAL_WIDTH_BOUNDS):
-        above = cert["witness" if kind == Kind.MINIMAL_WIDTH else "above"]
-        below = cert["below"]
-        return ((ungated and all(Bias.KEYS in _reasons(part) for part in (above, below)
-                                 if part))  # §8.1 both ways
-                or ((below is None or Bias.DEPTH in _reasons(below))  # stacks over §9
-                    and Bias.STACK in _reasons(above) and _layers_ok(doc, above))
-                or ((bool({Bias.CONSTRUCTION, Bias.FLIPS} & _reasons(above)))  # §8 above a
-                    and (below is None or Bias.FLIPS in _reasons(below)))  # §8.2 refutation
-                or (claim["kind"] == "min_width" and kind == Kind.MINIMAL_WIDTH
-                    and Bias.GENERIC in _reasons(above)
-                    and (below is None or Bias.GENERIC in _reasons(below))))
-    reasons = _reasons(cert)
-    absorbable = claim["kind"] == "absorbable"
-    return ((absorbable and Bias.FLIPS in reasons) or (ungated and Bias.KEYS in reasons)
-            or (Bias.STACK in reasons and _layers_ok(doc, cert))
-            or bool({Bias.ITSELF, Bias.CONSTRUCTION, Bias.RULES} & reasons)
-            or (absorbable and claim["modality"] in ("", "not") and Bias.GENERIC in reasons))
-
-
-def _layers_ok(doc: dict[str, Any], cert: dict[str, Any]) -> bool:
-    """A stack's per-layer certificates, each one accepted for a biased depth-1 block as
-    that layer's own absorbable claim (docs/rules.md §8.4)."""
-    parts = cert.get("per_layer")
-    claim = dict(doc["claim"], kind="absorbable", modality="")
-    return isinstance(parts, list) and all(
-        isinstance(part, dict) and _biases_ok(dict(doc, certificate=part, claim=claim))
-        for part in parts)
