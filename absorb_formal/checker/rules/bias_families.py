@@ -13,10 +13,10 @@ from fractions import Fraction
 from typing import Any
 
 from ..kernel import linalg as exact
-from ..kernel import symbolic
 from ..kernel.contract import require
 from ..kernel.linalg import q
 from ..lemmas import relied as lemmas
+from ..lemmas import values
 
 GATED_KINDS = ("silu", "gelu", "relu", "sigmoid")  # swiglu, geglu, reglu, glu (§8.2)
 # the rules whose neurons have gate row 0 and gate bias γ (the certificate's `gamma`)
@@ -78,4 +78,4 @@ def preconditions(block: dict[str, Any], rule: str, width: int, cert: dict[str, 
 def _linear_neuron(act: dict[str, Any], row: str | None, cert: dict[str, Any]) -> None:
     """Gate row 0 and gate bias γ = 1 make σ(1)(u·x + β): a linear neuron if σ(1) != 0."""
     require(row in ("gated", "bilinear") and q(cert["gamma"]) == 1
-            and symbolic.nonzero_at(act, Fraction(1)), "needs a gated sigma with sigma(1) != 0")
+            and values.nonzero_at(act, Fraction(1)), "needs a gated sigma with sigma(1) != 0")

@@ -10,8 +10,9 @@ from typing import Any
 
 from ..kernel import linalg as exact
 from ..kernel import symbolic
-from ..kernel.contract import require
+from ..kernel.contract import Invalid, require
 from ..kernel.linalg import Rows, Vec
+from ..lemmas import values
 
 
 def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
@@ -52,7 +53,7 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
                 else:  # σ(β) not rational (silu, gelu): kept formally, as the key u = 0
                     for r in range(dim):
                         constant[r] = symbolic.add(constant[r],
-                                                   symbolic.atom(activation["kind"], betas[i]),
+                                                   values.atom(activation["kind"], betas[i]),
                                                    d[r])
             continue
         lead = next(x for x in u if x != 0)
@@ -85,7 +86,7 @@ def _rational(gamma: list[Fraction], constant: list[symbolic.Poly]) -> Vec:
     for g, c in zip(gamma, constant, strict=True):
         value = symbolic.as_rational(c)
         if value is None:
-            raise symbolic.Invalid(f"the output bias {symbolic.text(c)} has terms other than "
+            raise Invalid(f"the output bias {symbolic.text(c)} has terms other than "
                                    "σ(β) of the block's own σ")
         out.append(g + value)
     return tuple(out)
@@ -105,7 +106,7 @@ def constant(found: tuple[Rows, dict[Vec, Vec], Vec | None],
     out = [symbolic.rational(g) for g in gamma]
     for key, v in constant_keys(keys, dim).items():
         for r in range(dim):
-            out[r] = symbolic.add(out[r], symbolic.atom(activation["kind"], key[dim]), v[r])
+            out[r] = symbolic.add(out[r], values.atom(activation["kind"], key[dim]), v[r])
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from ..kernel import linalg as exact
 from ..kernel import symbolic
 from ..kernel.contract import require
+from ..lemmas import values
 from . import canonical as forms
 from . import integer_forms, large
 from .modular import Layers
@@ -61,7 +62,7 @@ def canonical(left: dict[str, Any], right: dict[str, Any], cert: dict[str, Any])
             gap = [symbolic.add(x, y, Fraction(-1)) for x, y in
                    zip(forms.constant(form_l, left["activation"]),
                        forms.constant(form_r, right["activation"]), strict=True)]
-            require(any(symbolic.sign(g) not in (0, None) for g in gap),
+            require(any(values.sign(g) not in (0, None) for g in gap),
                     "the forms differ only in constants σ(β) not proved different")
     require(equal == bool(cert["equal"]), "the stored verdict disagrees with the forms")
     require(cert["left"] == forms.as_json(fam_l, *form_l)

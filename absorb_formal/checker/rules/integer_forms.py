@@ -25,6 +25,7 @@ from ..kernel import linalg as exact
 from ..kernel import symbolic
 from ..kernel.contract import Invalid, require
 from ..kernel.linalg import q, whole
+from ..lemmas import values
 
 # ---- reading integers ----------------------------------------------------------------------
 
@@ -227,7 +228,7 @@ def _value(f: Form, r: int, act: dict[str, Any]) -> symbolic.Poly:
     out = symbolic.rational(f.gamma[r])
     for beta, v in f.constants.items():
         if v[r]:
-            out = symbolic.add(out, symbolic.atom(act["kind"], beta), v[r])
+            out = symbolic.add(out, values.atom(act["kind"], beta), v[r])
     return out
 
 
@@ -241,7 +242,7 @@ def _constants_equal(fl: Form, fr: Form, act: dict[str, Any]) -> bool:
     assert fl.gamma is not None
     for r in range(len(fl.gamma)):
         gap = symbolic.add(_value(fl, r, act), _value(fr, r, act), Fraction(-1))
-        if symbolic.sign(gap) not in (0, None):
+        if values.sign(gap) not in (0, None):
             return False
     raise Invalid("the forms differ only in constants σ(β) not proved different")
 
@@ -291,7 +292,7 @@ def _difference(fl: Form, fr: Form, diff: dict[str, Any], left: dict[str, Any],
         require(fl.gamma is not None and 0 <= r < d, "no constant to differ")
         gap = symbolic.add(_value(fl, r, left["activation"]),
                            _value(fr, r, left["activation"]), Fraction(-1))
-        require(symbolic.sign(gap) not in (0, None),
+        require(values.sign(gap) not in (0, None),
                 "the constants at the row named are not proved different")
     else:
         raise Invalid(f"unknown difference part {part!r}")

@@ -36,6 +36,7 @@ from typing import Any
 from ..kernel import symbolic
 from ..kernel.contract import Check, Invalid, require
 from ..kernel.linalg import q, skip_rows, whole
+from ..lemmas import values
 
 
 def check(block: dict[str, Any], width: int, cert: dict[str, Any],
@@ -70,9 +71,9 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
         value = Fraction(int(at.p), int(at.q))
         want = symbolic.rational(value)
     else:  # σ irrational at γ (swiglu, geglu: silu(1), gelu(1)): the atom σ(γ) itself
-        want = symbolic.atom(block["activation"]["kind"], gamma)
+        want = values.atom(block["activation"]["kind"], gamma)
     require(stored == want, f"σ({gamma}) is not {cert['sigma_gamma']}")
-    require(symbolic.sign(want) not in (0, None), f"σ({gamma}) != 0 is not proved")
+    require(values.sign(want) not in (0, None), f"σ({gamma}) != 0 is not proved")
     columns = _factorisation(block, cert)
     size = whole(cert["width"])
     require(size == int(block["width"]) + len(columns), "the width is not m + #columns")

@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..kernel.contract import Invalid, require
+from ..kernel.integers import integers
 from ..kernel.linalg import q, skip_rows, vec
 from . import ray_limit
 from .truths import NEVER
@@ -54,7 +55,7 @@ class Projected:
 
     def _means(self) -> list[Fraction]:
         if self._sums is None:
-            ints, den = ray_limit.integers(self.base)
+            ints, den = integers(self.base)
             self._sums = [Fraction(int(v), den) for v in ints.sum(axis=0)]
         return [s / self.shape[0] for s in self._sums]
 
@@ -86,7 +87,7 @@ class Projected:
         return [int(v) for v in picked]
 
     def nonzero(self) -> Any:
-        ints, den = ray_limit.integers(self.base)
+        ints, den = integers(self.base)
         d = self.shape[0]
         return ((ints * d - ints.sum(axis=0)) != 0).astype(bool)  # d·M − 1·(1ᵀM), exactly
 
