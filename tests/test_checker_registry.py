@@ -195,3 +195,17 @@ def test_every_case_of_a_width_search_is_checked_once():
     extra["spare_pairs"] = 40  # a cost beyond any width: never enumerated, still checked
     search(beyond)["cases"].append(extra)
     assert verify(beyond, weights).status == "invalid"
+
+
+def test_the_docs_list_the_kernel_with_its_line_counts():
+    """docs/certificates.md, "The kernel": every module of checker/kernel/ with its length."""
+    paragraph = DOCS[DOCS.index("**The kernel.**"):].split("\n\n")[0]
+    listed = {name: int(count) for name, count in
+              re.findall(r"`([a-z_]+\.py)` \((\d+)", paragraph)}
+    kernel = ROOT / "absorb_formal" / "checker" / "kernel"
+    actual = {p.name: len(p.read_text(encoding="utf-8").splitlines())
+              for p in kernel.glob("*.py") if p.name != "__init__.py"}
+    assert listed == actual
+    total = re.search(r"\(([\d,]+) lines in all\)|\(([\d,]+) lines\)", paragraph)
+    assert total and int((total.group(1) or total.group(2)).replace(",", "")) == sum(
+        len(p.read_text(encoding="utf-8").splitlines()) for p in kernel.glob("*.py"))
