@@ -12,10 +12,10 @@ It imports nothing from the prover. Its parts, bottom to top:
   that produces the certificate (decide/width.py ↔ rules/width.py, …), each re-deriving what
   a certificate kind claims.
 - `dispatch.py`: `verify(document)` and its registry, from a certificate's kind (and a
-  witness's check) to the rule that checks it, what it shows, and whether it may be about
-  blocks with biases (the prover's `decide/dispatch.py` routes a claim to its rule; this
-  routes a certificate to its check); `document.py`: one document checked, guarded against
-  every failure.
+  witness's check) to the rule that checks it, what it shows, the fields it may have
+  (`fields.py`) and whether it may be about blocks with biases (`biases.py`); the prover's
+  `decide/dispatch.py` routes a claim to its rule, this routes a certificate to its check.
+  `document.py`: one document checked, guarded against every failure.
 
 Importing this package is cheap: `verify` and `Verdict` load on first use.
 """

@@ -45,6 +45,7 @@ from .rules.modular import Layers
 MALFORMED: tuple[type[Exception], ...] = (KeyError, ValueError, TypeError, IndexError,
                                           ZeroDivisionError, AttributeError)
 
+
 @dataclass(frozen=True)
 class Verdict:
     status: str  # "valid" | "invalid" | "unchecked" (unknown outcome: nothing to check)
