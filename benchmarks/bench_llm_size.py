@@ -69,7 +69,7 @@ def exact_lu(n: int) -> tuple[float, float]:
     minor of order n built like a block's (n − 1 terms d_i u_iᵀ on a grid, then S)."""
     from math import isqrt
 
-    from absorb_formal.checker.kernel import modlu
+    from absorb_formal.checker.kernel import modlu, systems
 
     p = modlu.primes(1)[0]
     rng = np.random.default_rng(n)
@@ -77,13 +77,13 @@ def exact_lu(n: int) -> tuple[float, float]:
     left, right = rng.integers(0, p, (k, m)), rng.integers(0, p, (m, k))
     coords = [(r, c) for r in range(k) for c in range(k)][:n]
     rows, cols = np.array([r for r, _ in coords]), np.array([c for _, c in coords])
-    work = modlu.product_minor(left, right, rows, cols, rng.integers(0, p, n), p)
+    work = systems.product_minor(left, right, rows, cols, rng.integers(0, p, n), p)
     start = time.perf_counter()
     found = modlu.functional_floats(work, p)
     lu = time.perf_counter() - start
     assert found is not None
     start = time.perf_counter()
-    values = modlu.functional_values(modlu.on_grid(found[0], k, k), left, right, p)
+    values = systems.functional_values(systems.on_grid(found[0], k, k), left, right, p)
     check = time.perf_counter() - start
     assert not values.any()
     return lu, check
@@ -132,10 +132,10 @@ PROVER_STEPS = {
     "activation properties (disk cache)": ("decide/lemmas.py", "properties"),
     "residue keys of U (key_classes)": ("large.py", "key_classes"),
     "residues of the grid's rows of D and columns of U": ("model/blocks.py", "residues"),
-    "assemble the minor (product_minor)": ("modlu.py", "product_minor"),
+    "assemble the minor (product_minor)": ("systems.py", "product_minor"),
     "exact LU without row exchanges (_crout)": ("modlu.py", "_crout"),
     "y: last row of L⁻¹ (_last_row_of_inverse)": ("modlu.py", "_last_row_of_inverse"),
-    "the prover's own check of y (functional_values)": ("modlu.py", "functional_values"),
+    "the prover's own check of y (functional_values)": ("systems.py", "functional_values"),
     "the certificate: its document (hashing the weight files)":
         ("certify/documents.py", "document"),
     "the certificate: encode and write": ("certify/documents.py", "write"),
@@ -144,7 +144,7 @@ CHECKER_STEPS = {
     "re-read the spec and the weight files": ("reading.py", "weights"),
     "re-prove the activation lemmas (sympy)": ("lemmas.py", "ridge_family"),
     "residue keys of U (key_classes)": ("modular.py", "key_classes"),
-    "check Y: one product (functional_values)": ("modlu.py", "functional_values"),
+    "check Y: one product (functional_values)": ("systems.py", "functional_values"),
 }
 
 

@@ -8,10 +8,13 @@ It imports nothing from the prover. Its parts, bottom to top:
   and the shape of a document.
 - `lemmas/`: its own sympy proofs of the activation lemmas (docs/rules.md §2), kept on disk
   in entries of its own, and the SMT re-solves.
-- `rules/`: one module per rule of docs/rules.md, each re-deriving what a certificate kind
-  claims.
-- `dispatch.py`: `verify(document)`, from a certificate's kind to its check (the prover's
-  `decide/dispatch.py` routes a claim to its rule; this routes a certificate to its check);
+- `rules/`: the checks, one module per rule of docs/rules.md, named as the prover's module
+  that produces the certificate (decide/width.py ↔ rules/width.py, …), each re-deriving what
+  a certificate kind claims.
+- `dispatch.py`: `verify(document)` and its registry, from a certificate's kind (and a
+  witness's check) to the rule that checks it, what it shows, the fields it may have
+  (`fields.py`) and whether it may be about blocks with biases (`biases.py`); the prover's
+  `decide/dispatch.py` routes a claim to its rule, this routes a certificate to its check.
   `document.py`: one document checked, guarded against every failure.
 
 Importing this package is cheap: `verify` and `Verdict` load on first use.

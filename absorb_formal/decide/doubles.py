@@ -22,11 +22,13 @@ import numpy as np
 from ..certify import large as cert
 from ..model import exactarray
 from ..model.blocks import Block, Matrix
+from ..numeric import accelerated
 from . import modular
 from .canonical import ridge
 from .spare import fmpq, object_array, scaled
 
-DOUBLES_PRIME = modular.MINOR_PRIMES[0]  # below 2^21: det U_Δ by checker/kernel/modlu.py's exact LU
+# below 2^21: det U_Δ by the exact LU of checker/kernel/modlu.py
+DOUBLES_PRIME = modular.MINOR_PRIMES[0]
 # W = −S U_Δ⁻¹/(2a) is built exactly (python-flint) only up to this d: its entries have about
 # d times the bits of a weight (d = 768: gigabytes). Export does not need it: it rounds W
 # from enclosures at any d (`enclosed_doubles`), and solves rows exactly only where a ball
@@ -50,19 +52,18 @@ def find_doubles(up: Matrix, p: int = DOUBLES_PRIME) -> Doubles | None:
     m, d = up.shape
     if m < d:
         return None
-    lu = modular.modlu()
     first = up.residues(range(d), range(d), p)
     if first is None:
         return None
-    det = lu.det_mod(first, p)
+    det = accelerated.det_mod(first, p)
     if det:
         return Doubles(list(range(d)), p, det)
     whole = up.residues(range(m), range(d), p)
     assert whole is not None  # its first rows had residues
-    rows = lu.pivot_columns(whole.T, p)
+    rows = accelerated.pivot_columns(whole.T, p)
     if len(rows) < d:
         return None
-    det = lu.det_mod(whole[rows], p)
+    det = accelerated.det_mod(whole[rows], p)
     assert det, "pivot rows mod p have a non-zero determinant mod p"
     return Doubles(rows, p, det)
 

@@ -12,7 +12,7 @@ for small blocks):
 - Og(c): Σ c_i d_i u_iᵀ = −S/(2c) — §4's system with a = c (`unique_subset.system`).
 
 For the first two, m functionals (X, L) ↦ Σ_r p_{j,r} b_jᵀ X_r b_j + p_jᵀ L q_j (integer p_j,
-q_j, b_j from seed 0, `checker/modlu.projected_flip_system`) give the m×m system A·c = b mod q
+q_j, b_j from seed 0, `kernel/systems.projected_flip_system`) give the m×m system A·c = b mod q
 without a d³ tensor: A[j, i] = (p_j·d_i)((b_j·g_i)(b_j·u_i) + λ_i (q_j·u_i) + μ_i (q_j·g_i)).
 If A is invertible mod q, the system has at most one rational solution and it reduces to
 the solution ĉ mod q (the argument of `unique_subset`: A = F·K with F integer, det A ≢ 0, no
@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..certify import large as cert
+from ..checker.kernel import systems
 from ..checker.kernel.contract import MAX_QUADRATIC, SEED
 from ..model import linalg
 from ..model.blocks import Block, Layer
@@ -184,7 +185,7 @@ def _biases(values: tuple[Fraction, ...] | None, m: int) -> tuple[Fraction, ...]
 
 
 def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray | None:
-    """[A | b] mod q of the relu² or gated system (`modlu.projected_flip_system`), T = −S;
+    """[A | b] mod q of the relu² or gated system (`systems.projected_flip_system`), T = −S;
     None when q divides a denominator."""
     found = unique_subset.residues(block, q, Fraction(-1))
     assert layer.up_bias is not None
@@ -192,10 +193,9 @@ def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray |
     if found is None or betas is None:
         return None
     down, up, target = found
-    lu = modular.modlu()
     if layer.gate is None:  # relu²: λ = 2β, μ = 0, g = u
-        return lu.projected_flip_system(down, up, up, 2 * betas % q, np.zeros_like(betas),
-                                        target, SEED, q)
+        return systems.projected_flip_system(down, up, up, 2 * betas % q, np.zeros_like(betas),
+                                             target, SEED, q)
     m, d = layer.up.shape
     assert layer.gate_bias is not None
     gate = layer.gate.residues(range(m), range(d), q)
@@ -203,8 +203,8 @@ def system(block: Block, layer: Layer, rule: flips.Rule, q: int) -> np.ndarray |
     scale = linalg.residue(2 * rule.value, q)
     if gate is None or gammas is None or scale is None:
         return None
-    return lu.projected_flip_system(down, up, gate, scale * gammas % q, scale * betas % q,
-                                    target, SEED, q)
+    return systems.projected_flip_system(down, up, gate, scale * gammas % q, scale * betas % q,
+                                         target, SEED, q)
 
 
 def _residues(values: tuple[Fraction, ...], q: int) -> np.ndarray | None:

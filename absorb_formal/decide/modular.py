@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import isqrt
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 
 from ..certify import large as cert
-from ..checker.kernel import modlu as kernel_modlu
+from ..checker.kernel import modlu, systems
 from ..model import linalg, memory
 from ..model.blocks import Block, Matrix
+from ..numeric import accelerated
 from . import outofcore
 from .canonical import ridge
 from .decision import Decision, undecided
@@ -55,13 +55,8 @@ PRIME = 67_108_859
 # The functional's primes: the largest below 2^21, so that the LU runs exactly on float64 BLAS
 # (checker/kernel/modlu.py: k·(p−1)² < 2^53 for products of inner dimension k ≤ 2,048). A minor that
 # is singular mod the first (a false zero has probability about m/p) is tried mod the next.
-MINOR_PRIMES = kernel_modlu.primes(2)  # 2,097,143 and 2,097,133
+MINOR_PRIMES = modlu.primes(2)  # 2,097,143 and 2,097,133
 GRID_OFFSETS = 3
-
-
-def modlu() -> ModuleType:
-    """The exact LU both sides share: the checker's kernel (checker/kernel/modlu.py)."""
-    return kernel_modlu
 
 
 def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
@@ -81,7 +76,7 @@ def decide(block: Block, size: int, distinct_keys: bool, retries: bool = True
     if k > d or not layer.down.nonzero().any(axis=0).all():
         return None  # m + 1 > d²: no room for Y; or a dead neuron: not the generic case
     budget = memory.limit()
-    if modlu().bytes_needed(m + 1) > budget:  # out of core, or not at all
+    if modlu.bytes_needed(m + 1) > budget:  # out of core, or not at all
         try:
             outofcore.check_fits(m + 1, budget, Path(tempfile.gettempdir()))
         except outofcore.DoesNotFit as why:
@@ -138,20 +133,21 @@ def _functional(block: Block, up: Matrix, down: Matrix, rows_: list[int], cols_:
     skip = _skip_residues(block, rows_, cols_, q)
     if d_res is None or u_res is None or skip is None:
         return None
-    lu = modlu()
     last = skip[r_pos, c_pos]
     budget = memory.limit()
-    if lu.bytes_needed(m + 1) <= budget:
-        found = lu.functional_auto(lu.product_minor(d_res, u_res, r_pos, c_pos, last, q), q)
+    if modlu.bytes_needed(m + 1) <= budget:
+        found = accelerated.functional_auto(
+            systems.product_minor(d_res, u_res, r_pos, c_pos, last, q), q)
     else:  # the minor on disk, a band of rows at a time (decide/outofcore.py)
         found = outofcore.functional(
-            lambda a, b: lu.product_minor(d_res, u_res, r_pos[a:b], c_pos[a:b], last[a:b], q),
+            lambda a, b: systems.product_minor(d_res, u_res, r_pos[a:b], c_pos[a:b], last[a:b],
+                                               q),
             m + 1, q, budget)
     if found is None:
         return None
     y, value = found
-    y_grid = lu.on_grid(y, len(rows_), len(cols_))
-    assert not lu.functional_values(y_grid, d_res, u_res, q).any(), "Y is not orthogonal"
+    y_grid = systems.on_grid(y, len(rows_), len(cols_))
+    assert not systems.functional_values(y_grid, d_res, u_res, q).any(), "Y is not orthogonal"
     assert value == int(np.dot(np.array(y, dtype=object), last.astype(object)) % q) != 0
     return y, value
 

@@ -6,7 +6,7 @@ order 57,345 (BLOOM-176B) 26 GB. Here the matrix lives in a memory-mapped file a
 panels that fit the budget are in memory: a blocked, right-looking LU with row exchanges.
 For each panel of w columns (k0 ≤ j < k1):
 1. the panel A[k0:, k0:k1], already brought up to date by the panels before, is read and
-   factored with row exchanges by the kernel's rank-revealing LU (`modlu._factor`): its
+   factored with row exchanges by the kernel's rank-revealing LU (`modlu.factor`): its
    multipliers (L) below the diagonal, U on and above, its row order;
 2. that row order is applied to the columns on the left (the L of earlier panels), a tile of
    columns at a time;
@@ -37,6 +37,7 @@ import numpy as np
 
 from ..checker.kernel import modlu
 from ..model.memory import shown
+from ..numeric import accelerated
 
 Rows = Callable[[int, int], np.ndarray]  # rows [start, stop) of the matrix, float64 residues
 MIN_WIDTH = 16  # the narrowest panel worth the passes over the matrix it costs
@@ -78,14 +79,14 @@ def check_fits(n: int, memory: int, folder: Path) -> int:
 def _factor_in_file(a: np.ndarray, p: int, width: int) -> np.ndarray | None:
     """a[order] = L·U in place (a: the memory-mapped n × n matrix of residues): the row order,
     or None when a is singular mod p. Tiles of `width` columns."""
-    xp = modlu._Numpy
+    xp = accelerated.Threaded
     n = a.shape[0]
     order = np.arange(n)
     for k0 in range(0, n, width):
         k1 = min(k0 + width, n)
         panel = np.array(a[k0:, k0:k1])
         try:
-            pivots, rows = modlu._factor(panel, p, xp, True)
+            pivots, rows = modlu.factor(panel, p, xp, True)
         except modlu.Singular:
             return None
         if len(pivots) < k1 - k0:
@@ -99,8 +100,8 @@ def _factor_in_file(a: np.ndarray, p: int, width: int) -> np.ndarray | None:
         for c0 in range(k1, n, width):  # U12 = L11⁻¹·A12, A22 −= L21·U12
             c1 = min(c0 + width, n)
             tile = np.array(a[k0:, c0:c1])[rows]
-            modlu._solve_lower(lower, tile[:k1 - k0], p, xp)
-            modlu._sub_product(tile[k1 - k0:], below, tile[:k1 - k0], p, xp)
+            modlu.solve_lower(lower, tile[:k1 - k0], p, xp)
+            modlu.sub_product(tile[k1 - k0:], below, tile[:k1 - k0], p, xp)
             a[k0:, c0:c1] = tile
         a.flush()
     return order
@@ -122,11 +123,11 @@ def _in_file(rows: Rows, n: int, p: int, memory: int, folder: Path | None,
         for start in range(0, n, band):
             stop = min(start + band, n)
             values = rows(start, stop)
-            if values.shape != (stop - start, n) or not modlu._Numpy.integers_below(values, p):
+            if values.shape != (stop - start, n) or not modlu.Numpy.integers_below(values, p):
                 raise ValueError(f"rows {start}..{stop} are not {stop - start} rows of "
                                  f"{n} integers of magnitude below {p}")
             a[start:stop] = values
-        with modlu.blas_threads():
+        with accelerated.blas_threads():
             order = _factor_in_file(a, p, width)
             return None if order is None else finish(a, order)
     finally:
@@ -138,7 +139,7 @@ def functional(rows: Rows, n: int, p: int, memory: int, folder: Path | None = No
     """(y, c) with yᵀ·M ≡ (0, …, 0, c) mod p and c ≠ 0, as `modlu.functional_floats`, for the
     n × n matrix M given by `rows`, under `memory` bytes; None when M is singular mod p."""
     def finish(a: np.ndarray, order: np.ndarray) -> tuple[list[int], int]:
-        v = modlu._last_row_of_inverse(a, p, modlu._Numpy).tolist()
+        v = modlu.last_row_of_inverse(a, p, accelerated.Threaded).tolist()
         y = [0] * n
         for position, row in enumerate(order.tolist()):
             y[row] = int(v[position])
@@ -150,7 +151,7 @@ def functional(rows: Rows, n: int, p: int, memory: int, folder: Path | None = No
 def determinant(rows: Rows, n: int, p: int, memory: int, folder: Path | None = None) -> int:
     """det M mod p for the n × n matrix given by `rows`, under `memory` bytes."""
     def finish(a: np.ndarray, order: np.ndarray) -> int:
-        det = modlu._parity(order.tolist()) % p
+        det = modlu.parity(order.tolist()) % p
         for start in range(0, n, 4096):
             stop = min(start + 4096, n)
             for value in np.diagonal(a[start:stop, start:stop]).tolist():

@@ -6,7 +6,7 @@ is absorbable iff `Σ_{i∈J} d_i u_iᵀ = −S/(2a)` for some index set J (§4,
 as the linear system K·c = t in c ∈ Q^m, K's column i being vec(d_i u_iᵀ) (a Khatri–Rao
 product, d² rows) and t = vec(−S/(2a)); J is a 0/1 solution. Look at it through m
 rank-one functionals X ↦ p_jᵀ X q_j with integer p_j, q_j drawn from seed 0 (a rank-one
-projection F: A = F·K, b = F·t; `checker/modlu.projected_system`, exact on float64 BLAS).
+projection F: A = F·K, b = F·t; `checker/kernel/systems.projected_system`, exact on float64 BLAS).
 If A is invertible mod a prime q, it is invertible over Q, so K has full column rank and
 K·c = t has at most one rational solution c*, which satisfies A·c* = b; q divides no
 denominator of c* (Cramer: they divide det A and the denominators of A and b, whose residues
@@ -39,9 +39,11 @@ from typing import Any
 import numpy as np
 
 from ..certify import large as cert
+from ..checker.kernel import modlu, systems
 from ..checker.kernel.contract import SEED
 from ..model import linalg
 from ..model.blocks import Block, Layer, Matrix
+from ..numeric import accelerated
 from . import modular
 from .canonical import ridge
 from .decision import Decision, undecided
@@ -104,13 +106,12 @@ def solve(block: Block, build: Callable[[int], np.ndarray | None],
     divides a denominator) mod the first PRIMES primes until A is invertible, concluded by
     `conclude`; None when A is singular mod each or a residue is missing."""
     tried: list[int] = []
-    lu = modular.modlu()
-    for q in lu.primes(PRIMES):
+    for q in modlu.primes(PRIMES):
         work = build(q)
         if work is None:
             return None  # q divides a denominator: no residues (the checker needs them)
         tried.append(q)
-        solution = lu.solve_floats(work, q)
+        solution = accelerated.solve_floats(work, q)
         if solution is not None:
             return conclude(block, solution, tried, candidate)
     return None
@@ -144,8 +145,7 @@ def residues(block: Block, q: int, factor: Fraction
 
 def memory(m: int) -> str:
     """Why the system of order m is not attempted ("" when it fits in the memory left)."""
-    lu = modular.modlu()
-    need, have = lu.bytes_needed(m + 1), lu.bytes_available()
+    need, have = modlu.bytes_needed(m + 1), modlu.bytes_available()
     if have is not None and need > have:
         return (f"the subset system of order {m} needs about {need / 2**30:.1f} GiB "
                 f"and {max(have, 0) / 2**30:.1f} GiB are available: not attempted")
@@ -153,12 +153,12 @@ def memory(m: int) -> str:
 
 
 def system(block: Block, seed: int, q: int, factor: Fraction) -> np.ndarray | None:
-    """[A | b] mod q (`modlu.projected_system`): D, U and T = factor·S as residues of the
+    """[A | b] mod q (`systems.projected_system`): D, U and T = factor·S as residues of the
     exact weights; None when q divides a denominator."""
     found = residues(block, q, factor)
     if found is None:
         return None
-    return modular.modlu().projected_system(*found, seed, q)
+    return systems.projected_system(*found, seed, q)
 
 
 def conclude(block: Block, solution: list[int], tried: list[int],

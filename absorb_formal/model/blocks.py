@@ -156,7 +156,7 @@ class ProjectedMatrix(Matrix):
 
     @functools.cached_property
     def _integers(self) -> tuple[np.ndarray, int]:
-        from ..checker.rules.ray_limit import integers  # the kernel's exact integer view
+        from ..checker.kernel.integers import integers  # the kernel's exact integer view
 
         return integers(exact_parts(self.base))
 

@@ -38,11 +38,11 @@ NOT_CERTIFICATES = {
         "a float sanity figure over a width search's separating functionals",
     ("checker/dispatch.py", "said.kind"):
         "the claim the checker re-reads from the spec, compared with the document's",
-    ("checker/dispatch.py", "'absorbable'"):
+    ("checker/biases.py", "'absorbable'"):
         "a document's claim restated as one layer's own claim, to check that layer's part",
     ("checker/readers/reading.py", "part.kind"): "a norm as the checker re-reads it",
     ("checker/lemmas/proofs.py", "kind"): "an activation, as the key of a proved lemma",
-    ("checker/kernel/symbolic.py", "kind"): "an activation whose formula the kernel evaluates",
+    ("checker/lemmas/values.py", "kind"): "an activation whose formula the kernel evaluates",
 }
 # Prover packages whose string constants must not spell a contract name (certify/ builds with
 # the members; export/, scanner/ and cli/ are outside this rule's reach).

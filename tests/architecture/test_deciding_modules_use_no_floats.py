@@ -27,11 +27,13 @@ EXACT_READERS = {"model/exactarray.py", "checker/readers/files.py", "weights/arr
 # Exact integer arithmetic on float hardware: the modular LU keeps residues in
 # [-(p-1), p-1] as float64 and multiplies them with BLAS, exact because every dot product
 # has k·(p−1)² + p < 2^53, a bound the module raises on (not a bare assert) and that
-# tests/checker/test_modular_lu_against_flint.py holds against FLINT on random and adversarial
-# matrices. It may name float dtypes; `float(...)`, the model's float views and np.linalg stay
-# forbidden there too.
-# decide/outofcore.py runs the same kernel operations on panels of a memory-mapped matrix.
-EXACT_INTEGER_LU = {"checker/kernel/modlu.py", "decide/outofcore.py"}
+# tests/checker/test_modular_lu_against_flint.py holds against FLINT on random and
+# adversarial matrices; systems.py builds the certificates' systems from its products
+# under the same bound, and decide/outofcore.py runs the same kernel operations on
+# panels of a memory-mapped matrix. They may name float dtypes; `float(...)`, the
+# model's float views and np.linalg stay forbidden there too.
+EXACT_INTEGER_LU = {"checker/kernel/modlu.py", "checker/kernel/systems.py",
+                    "decide/outofcore.py"}
 # model/blocks.py defines the float views (for numeric/) next to the exact ones. The ONNX readers
 # read a Constant node's `value_floats`, a protobuf field of float32 values that Python holds
 # as doubles (a lossless widening), through the attribute `.floats`, and decode them exactly.
@@ -112,16 +114,20 @@ def test_the_scan_catches_planted_float_paths(planted):
 
 
 def test_the_float_lu_states_its_exactness_bound():
-    """The one module allowed float64 for exact integers raises when a product's inner
-    dimension k breaks k·(p−1)² + p < 2^53 (checked at run time, under `python -O` too)."""
-    source = (PACKAGE / "checker/kernel/modlu.py").read_text(encoding="utf-8")
-    assert "k * (p - 1) ** 2 + p < EXACT" in source and "raise ArithmeticError" in source
+    """The modules allowed float64 for exact integers raise when a product's inner dimension
+    k breaks k·(p−1)² + p < 2^53 (the LU states the bound, the systems call it, the out-of-core
+    LU only calls the kernel's products), checked at run time, under `python -O` too."""
+    lu = (PACKAGE / "checker/kernel/modlu.py").read_text(encoding="utf-8")
+    assert "k * (p - 1) ** 2 + p < EXACT" in lu
     for name in EXACT_INTEGER_LU:
         source = (PACKAGE / name).read_text(encoding="utf-8")
         assert "assert " not in source  # stripped by python -O
-        if name != "checker/kernel/modlu.py":  # every product is the kernel's, bound and all
+        if name == "decide/outofcore.py":  # every product is the kernel's, bound and all
             tree = ast.parse(source)
             assert not any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)
                            for node in ast.walk(tree)), name
             assert not {"dot", "matmul", "einsum", "tensordot"} & {
                 node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}, name
+        else:
+            assert "product_bound(" in source and "raise ArithmeticError" in source
+

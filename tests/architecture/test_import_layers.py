@@ -5,6 +5,11 @@
 - The command table (`cli/__init__.py`) imports a command's module only when it runs.
 - No module imports, directly or through others, a module that imports it back: every
   `import` counts, those inside functions too, so a circle cannot hide behind a lazy import.
+- The checker is independent: nothing under `checker/` imports the rest of the package, the
+  trusted kernel (`checker/kernel/`) imports nothing from the rest of the checker, and the
+  prover imports from the checker only its kernel (the API, the CLI and the pytest plugin use
+  the checker's document, dispatch and readers to check documents).
+- Every import goes down the layers (LAYERS).
 """
 
 from __future__ import annotations
@@ -22,6 +27,15 @@ COMMAND_LINE = {"absorb_formal.cli", "absorb_formal.cli.prove", "absorb_formal.c
                 "absorb_formal.cli.scan", "absorb_formal.cli.export", "absorb_formal.cli.arguments"}
 COMMANDS = ("absorb_formal.cli.prove", "absorb_formal.cli.check", "absorb_formal.cli.scan",
             "absorb_formal.cli.export")
+CHECKER = "absorb_formal.checker"
+KERNEL = "absorb_formal.checker.kernel"
+# what checks documents: it may use the checker's document, dispatch and readers
+CHECKING = ("absorb_formal.api", "absorb_formal.cli", "absorb_formal.pytest_plugin")
+CHECKING_USES = (CHECKER, "absorb_formal.checker.document", "absorb_formal.checker.dispatch",
+                 "absorb_formal.checker.readers")
+# The one prover module that uses a checker rule: the ray-limit search confirms each numeric
+# candidate (x0, w) with the checker's own exact and ball-arithmetic test before issuing it.
+PROVER_USES_OF_RULES = {"absorb_formal.decide.ray_limit": {"absorb_formal.checker.rules.ray_limit"}}
 
 
 def modules(root: Path, package: str = PACKAGE) -> dict[str, tuple[Path, bool]]:
@@ -225,9 +239,9 @@ def layer_of(module: str) -> int:
     best = None
     for rank, entries in enumerate(LAYERS):
         for entry in entries:
-            if inner == entry or inner.startswith(entry + ".") or (entry == "" and inner == ""):
-                if best is None or len(entry) > best[1]:
-                    best = (rank, len(entry))
+            names = inner == entry or inner.startswith(entry + ".") or entry == inner == ""
+            if names and (best is None or len(entry) > best[1]):
+                best = (rank, len(entry))
     assert best is not None, f"{module} is in no layer: add it to LAYERS"
     return best[0]
 
@@ -239,13 +253,50 @@ def test_every_import_goes_down_the_layers():
     assert upward == []
 
 
-def test_the_prover_reaches_the_checker_only_through_its_kernel():
-    """Only the top (the API, the command line, the pytest plugin) runs the checker; the
-    prover's layers may use the kernel's exact primitives and the certificate contract."""
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_checker_imports_nothing_outside_itself():
     graph = import_graph(ROOT)
-    top = layer_of(f"{PACKAGE}.api")
-    found = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                   if not a.startswith(f"{PACKAGE}.checker") and layer_of(a) < top
-                   and b.startswith(f"{PACKAGE}.checker")
-                   and not b.startswith(f"{PACKAGE}.checker.kernel"))
-    assert found == []
+    outside = {module: sorted(t for t in targets if not within(t, CHECKER))
+               for module, targets in graph.items() if within(module, CHECKER)}
+    assert {module: found for module, found in outside.items() if found} == {}
+
+
+def test_the_kernel_imports_nothing_from_the_rest_of_the_checker():
+    graph = import_graph(ROOT)
+    kernel = {module: sorted(t for t in targets if not within(t, KERNEL))
+              for module, targets in graph.items() if within(module, KERNEL)}
+    assert {module: found for module, found in kernel.items() if found} == {}
+
+
+def test_the_prover_imports_only_the_checkers_kernel():
+    graph = import_graph(ROOT)
+    for module, targets in graph.items():
+        if within(module, CHECKER):
+            continue
+        used = {t for t in targets if within(t, CHECKER) and not within(t, KERNEL)}
+        if any(within(module, top) for top in CHECKING):
+            used = {t for t in used if not any(within(t, allowed) for allowed in CHECKING_USES)}
+        assert used <= PROVER_USES_OF_RULES.get(module, set()), (module, sorted(used))
+
+
+def test_the_architecture_tests_catch_planted_imports(tmp_path):
+    package = tmp_path / "absorb_formal"
+    for folder in ("checker/kernel", "checker/rules", "decide", "cli"):
+        (package / folder).mkdir(parents=True)
+    for init in ("", "checker", "checker/kernel", "checker/rules", "decide", "cli"):
+        (package / init / "__init__.py").write_text("")
+    (package / "checker/kernel/modlu.py").write_text("from ..rules import width\n")
+    (package / "checker/rules/width.py").write_text("from ...decide import large\n")
+    (package / "decide/large.py").write_text("from ..checker.kernel import modlu\n"
+                                             "from ..checker.rules import width\n")
+    (package / "cli/check.py").write_text("from ..checker.rules import width\n")
+    graph = import_graph(tmp_path)
+    assert graph["absorb_formal.checker.kernel.modlu"] == {"absorb_formal.checker.rules.width"}
+    assert graph["absorb_formal.checker.rules.width"] == {"absorb_formal.decide.large"}
+    assert graph["absorb_formal.decide.large"] == {"absorb_formal.checker.kernel.modlu",
+                                                   "absorb_formal.checker.rules.width"}
+    assert not any(within(t, "absorb_formal.checker.document")
+                   for t in graph["absorb_formal.cli.check"])

@@ -340,7 +340,8 @@ def test_cpsat_refutation_is_re_solved_by_the_checker():
     """The cp-sat certificate carries no numbers: its teeth are the checker's own re-solve."""
     from fractions import Fraction as F
 
-    from absorb_formal.checker.dispatch import Invalid, subset_refutation
+    from absorb_formal.checker.kernel.contract import Invalid
+    from absorb_formal.checker.rules.subset import refutation as subset_refutation
 
     terms = [((F(2 * k),),) for k in range(1, 31)]
     ref = {"kind": "subset search", "method": "cp-sat", "terms": 30, "equations": 1}

@@ -171,13 +171,14 @@ def poly_glu_document() -> dict[str, Any]:
 
 
 def test_the_checker_rejects_the_glu_rule_for_a_polynomial_gate():
-    from absorb_formal.checker.dispatch import Invalid, _glu_refutation
+    from absorb_formal.checker.kernel.contract import Invalid
+    from absorb_formal.checker.rules.glu import refutation as glu_refutation
 
     doc = poly_glu_document()
     verdict = verify(doc)  # a gated polynomial is no activation of the language: refused first
     assert verdict.status == "invalid" and "poly_glu" in verdict.reason
     with pytest.raises(Invalid, match="non-polynomial"):  # and the §5 rule refuses it too
-        _glu_refutation(doc["blocks"]["Q"], 1, doc["certificate"])
+        glu_refutation(doc["blocks"]["Q"], 1, doc["certificate"])
 
 
 def test_the_checker_still_accepts_the_glu_rule_for_sigmoid():
@@ -243,7 +244,8 @@ def test_a_wrong_solver_subset_is_an_internal_error(monkeypatch):
 # ---- SMT refutations: the checker encodes the system itself ---------------------------------
 
 def test_a_stored_smt_text_cannot_stand_in_for_the_system():
-    from absorb_formal.checker.dispatch import Invalid, subset_refutation
+    from absorb_formal.checker.kernel.contract import Invalid
+    from absorb_formal.checker.rules.subset import refutation as subset_refutation
 
     one = (((Fraction(1),),),)
     target = ((Fraction(1, 2),),)  # no 0/1 c has c·1 = 1/2: unsat, rightly

@@ -427,3 +427,19 @@ def test_a_flip_set_refutation_carried_to_an_absorbable_block_is_invalid(cli, tm
     forged = {**refuted, "outcome": "proved", "certificate": proved["certificate"]}
     verdict = verify(forged, weights(generic_path, forged))
     assert verdict.status == "invalid" and "do not give" in verdict.reason, verdict
+
+
+def test_a_family_rule_certificate_names_a_rule_of_the_table():
+    """A `rule` certificate whose rule is no rule of docs/rules.md's family table is invalid:
+    "never-rule", once the name of the never-proofs' truth table, proved "never" for a relu
+    family that is generically not absorbable (sometimes absorbable) with no precondition."""
+    doc = json.loads((ROOT / "proofs/examples/relu_families.mlp.6.json").read_text("utf-8"))
+    assert doc["statement"] == "Wide is generically not absorbable"
+    assert verify(doc).status == "valid"
+    forged = copy.deepcopy(doc)
+    forged["statement"] = "Wide is never absorbable"
+    forged["claim"]["modality"] = "never"
+    for rule in ("never-rule", "§4 identity", "T1"):
+        forged["certificate"] = {"kind": "rule", "rule": rule, "argument": "",
+                                 "width": doc["certificate"]["width"]}
+        assert verify(forged).status == "invalid", rule

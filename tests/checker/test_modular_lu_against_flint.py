@@ -1,9 +1,11 @@
-"""The exact LU mod p on float64 BLAS (checker/kernel/modlu.py) against FLINT's nmod_mat, the
-reference: random and adversarial matrices (every entry p − 1, equal rows, rank-deficient
-blocks, sizes that are not multiples of the base block, primes whose exactness limit forces
-the inner dimension to be cut, zero pivots that send the LU without row exchanges to the
-pivoting one at the first or a later block), determinants, ranks and the functionals y with
-yᵀ·M = (0, …, 0, c ≠ 0)."""
+"""The exact LU mod p on float64 BLAS (checker/kernel/modlu.py, and the systems built on it,
+checker/kernel/systems.py) against FLINT's nmod_mat, the reference: random and adversarial
+matrices (every entry p − 1, equal rows, rank-deficient blocks, sizes that are not multiples
+of the base block, primes whose exactness limit forces the inner dimension to be cut, zero
+pivots that send the LU without row exchanges to the pivoting one at the first or a later
+block), determinants, ranks and the functionals y with yᵀ·M = (0, …, 0, c ≠ 0). The prover's
+thread-controlled and CUDA paths (numeric/accelerated.py) give the same residues as the plain
+numpy path the checker runs."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from absorb_formal.checker.kernel import modlu
+from absorb_formal.checker.kernel import modlu, systems
+from absorb_formal.numeric import accelerated
 
 P21 = modlu.primes(2)  # the minor's primes
 P_SMALL_LIMIT = 21_219_997  # (p−1)² ≈ 2^48.7: products are cut every inner_limit(p) = 20
@@ -32,10 +35,8 @@ def flint_rank(a: np.ndarray, p: int) -> int:
 
 def test_the_primes_are_the_largest_below_2_21_and_usable():
     from absorb_formal.decide.modular import MINOR_PRIMES
-    from absorb_formal.decide.modular import modlu as loaded
 
     assert P21 == [2_097_143, 2_097_133] == MINOR_PRIMES
-    assert loaded() is modlu  # the prover's path import and the checker's are one module
     assert modlu.inner_limit(P21[0]) == 2048
     assert all(modlu.usable(p) for p in P21)
     assert modlu.is_prime(P_SMALL_LIMIT) and modlu.inner_limit(P_SMALL_LIMIT) == 20
@@ -47,8 +48,8 @@ def test_the_primes_are_the_largest_below_2_21_and_usable():
 
 def test_a_product_beyond_the_bound_is_refused():
     with pytest.raises(ArithmeticError):
-        modlu._product_bound(2049, P21[0])
-    modlu._product_bound(2048, P21[0])
+        modlu.product_bound(2049, P21[0])
+    modlu.product_bound(2048, P21[0])
     with pytest.raises(ValueError):
         modlu.det_mod(np.eye(3, dtype=np.int64), 2**26 - 5)
     p = P21[0]
@@ -161,7 +162,7 @@ def test_product_minor_is_the_grid_of_outer_products():
     left, right = rng.integers(0, p, (k, m)), rng.integers(0, p, (m, k))
     rows, cols = rng.integers(0, k, m + 1), rng.integers(0, k, m + 1)
     last = rng.integers(0, p, m + 1)
-    got = modlu.product_minor(left, right, rows, cols, last, p).astype(np.int64)
+    got = systems.product_minor(left, right, rows, cols, last, p).astype(np.int64)
     want = np.array([[left[rows[t], i] * right[i, cols[t]] % p for i in range(m)]
                      + [last[t]] for t in range(m + 1)])
     assert np.array_equal(got, want)
@@ -217,7 +218,7 @@ def test_a_zero_pivot_in_a_later_block_hands_over_to_the_pivoting_lu(block, monk
     for n, at in [(9, 0), (9, 5), (40, 4), (40, 17), (300, 130), (300, 255), (300, 256)]:
         a = late_zero_pivot(n, at, p, rng)
         work = (a % p).astype(np.float64)
-        assert modlu._crout(work.copy(), p, modlu._Numpy) == at - at % min(block, n)
+        assert modlu._crout(work.copy(), p, modlu.Numpy) == at - at % min(block, n)
         assert modlu.det_mod(a, p) == flint_det(a, p), (n, at)
         check_functional(a, p)
         a[n - 1] = a[0]  # and singular: no functional
@@ -261,20 +262,20 @@ def test_functional_values_are_the_pairings_with_the_terms():
     rows, cols, m = 5, 7, 30
     grid = rng.integers(0, p, (rows, cols))
     left, right = rng.integers(-p, p, (rows, m)), rng.integers(-p, p, (m, cols))
-    got = modlu.functional_values(grid.astype(np.float64), left, right, p).tolist()
+    got = systems.functional_values(grid.astype(np.float64), left, right, p).tolist()
     want = [sum(int(grid[a, b]) * int(left[a, i]) * int(right[i, b])
                 for a in range(rows) for b in range(cols)) % p for i in range(m)]
     assert got == want
     with pytest.raises(ValueError):
-        modlu.functional_values(grid.astype(np.float64) + p, left, right, p)
+        systems.functional_values(grid.astype(np.float64) + p, left, right, p)
     with pytest.raises(ArithmeticError):
-        modlu.functional_values(np.zeros((2049, 1)), np.zeros((2049, 1)), np.zeros((1, 1)), p)
+        systems.functional_values(np.zeros((2049, 1)), np.zeros((2049, 1)), np.zeros((1, 1)), p)
 
 
 def test_residues_beyond_the_product_bound_are_refused():
     """The block elimination's delayed reduction assumes every block fits the bound."""
     with pytest.raises(ArithmeticError):
-        modlu._eliminate_block(np.zeros((2049, 2049)), P21[0], modlu._Numpy)
+        modlu._eliminate_block(np.zeros((2049, 2049)), P21[0], modlu.Numpy)
 
 
 def test_the_gpu_path_agrees_where_a_gpu_exists():
@@ -288,21 +289,29 @@ def test_the_gpu_path_agrees_where_a_gpu_exists():
             if n == 300:
                 a[7] = a[9]
             work = (a % p).astype(np.float64)
-            assert modlu.det_floats_gpu(work.copy(), p) == modlu.det_floats(work.copy(), p)
+            assert accelerated.det_floats_gpu(work.copy(), p) == modlu.det_floats(work.copy(), p)
             on_gpu = torch.from_numpy(work.copy()).to("cuda")
-            assert modlu.functional_floats(on_gpu, p, modlu.torch_backend()) == \
+            assert modlu.functional_floats(on_gpu, p, accelerated.torch_backend()) == \
                 modlu.functional_floats(work, p)
 
 
 def test_the_blas_thread_count_is_restored_after_the_lu():
-    """The LU runs small (or, on a busy machine, all) products on one BLAS thread; the count
-    numpy's OpenBLAS had is restored afterwards, whatever the LU chose."""
-    blas = modlu._blas()
+    """The prover's LU runs small (or, on a busy machine, all) products on one BLAS thread;
+    the count numpy's OpenBLAS had is restored afterwards, whatever the LU chose, and the
+    results are the plain path's."""
+    blas = accelerated._blas()
     if blas.get is None:
         pytest.skip("numpy's BLAS exposes no thread count")
     before = blas.get()
-    a = np.random.default_rng(3).integers(0, P21[0], (300, 300))
-    assert modlu.det_mod(a, P21[0]) == flint_det(a, P21[0])
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, P21[0], (300, 300))
+    assert accelerated.det_mod(a, P21[0]) == flint_det(a, P21[0]) == modlu.det_mod(a, P21[0])
+    assert blas.get() == before
+    tall = rng.integers(0, P21[0], (40, 300))
+    assert accelerated.pivot_columns(tall, P21[0]) == modlu.pivot_columns(tall, P21[0])
+    work = np.hstack([a, rng.integers(0, P21[0], (300, 1))]).astype(np.float64)
+    assert accelerated.solve_floats(work.copy(), P21[0]) == modlu.solve_floats(work, P21[0])
+    assert accelerated.det_auto(a.astype(np.float64), P21[0]) == flint_det(a, P21[0])
     assert blas.get() == before
 
 
@@ -345,7 +354,7 @@ def test_solve_crosses_blocks_and_zero_pivots(block, monkeypatch):
 
 def test_the_projected_system_refuses_primes_whose_products_are_not_exact():
     with pytest.raises(ArithmeticError):
-        modlu.projected_system(np.ones((2, 3), dtype=np.int64), np.ones((3, 2), dtype=np.int64),
+        systems.projected_system(np.ones((2, 3), dtype=np.int64), np.ones((3, 2), dtype=np.int64),
                                1, 0, 2**26 + 15)  # a prime above 2^26: p² ≥ 2^52
 
 
@@ -376,18 +385,18 @@ def test_the_projected_systems_agree_with_flint(extreme, kind, matrix_target):
     down, up, gate = weights(d, m), weights(m, d), weights(m, d)
     lam, mu = weights(m), weights(m)
     target = weights(d, d) if matrix_target else -(p + 2)
-    big_p, big_q, big_b = (_nmod(modlu.random_residues(0, s, m, d, p).astype(np.int64), p)
+    big_p, big_q, big_b = (_nmod(systems.random_residues(0, s, m, d, p).astype(np.int64), p)
                            for s in (0, 1, 2))
     t = _nmod(target % p if matrix_target else (target % p) * np.eye(d, dtype=np.int64), p)
     rhs = _entries(big_p * t * big_q.transpose())
     by_down = _entries(big_p * _nmod(down % p, p))
     if kind == "plain":
-        work = modlu.projected_system(down, up, target, 0, p)
+        work = systems.projected_system(down, up, target, 0, p)
         by_up = _entries(big_q * _nmod((up % p).T, p))
         want = [[by_down[j][i] * by_up[j][i] % p for i in range(m)] for j in range(m)]
     else:
         g, nu = (up, np.zeros(m, dtype=np.int64)) if kind == "relu2" else (gate, mu)
-        work = modlu.projected_flip_system(down, up, g, lam, nu, target, 0, p)
+        work = systems.projected_flip_system(down, up, g, lam, nu, target, 0, p)
         lines = (lam % p)[:, None] * (up % p) + (nu % p)[:, None] * (g % p)
         b_up, b_gate = (_entries(big_b * _nmod((w % p).T, p)) for w in (up, g))
         q_lines = _entries(big_q * _nmod((lines % p).T, p))

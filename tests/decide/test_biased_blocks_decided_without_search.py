@@ -264,9 +264,10 @@ def test_equality_is_refuted_on_constants_only_when_an_enclosure_separates_them(
     assert decide(spec, spec.statements[0]).outcome == REFUTED
     # without a separating enclosure (as for numbers that might be equal), no refutation
     from absorb_formal.checker.kernel import symbolic
+    from absorb_formal.checker.lemmas import values
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(symbolic, "sign", lambda value: None if symbolic.as_rational(value)
+        patch.setattr(values, "sign", lambda value: None if symbolic.as_rational(value)
                       is None else 0)
         verdict = verify(doc)
     assert verdict.status == "invalid" and "not proved different" in verdict.reason

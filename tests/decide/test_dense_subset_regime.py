@@ -125,7 +125,8 @@ def test_a_target_off_the_integer_lattice_gets_an_exact_lattice_functional():
 
 
 def test_the_checker_refuses_a_functional_that_is_not_integral_on_the_terms():
-    from absorb_formal.checker.dispatch import Invalid, subset_refutation
+    from absorb_formal.checker.kernel.contract import Invalid
+    from absorb_formal.checker.rules.subset import refutation as subset_refutation
     terms, target, _, _, _ = _planted(4, 40, 6, 0)
     moved = (tuple(x + (Fraction(1, 10**6) if c == 1 else 0) for c, x in enumerate(target[0])),
              *target[1:])
@@ -206,7 +207,7 @@ def test_the_nearest_try_finds_a_planted_subset_where_presolve_hides_it(monkeypa
 def test_the_nearest_try_refutes_only_an_infeasible_system():
     # 30 terms equal to 1 never sum to 31, although 31 is an integer combination of them:
     # the nearest try's CP-SAT proves it (its objective changes which J, never whether).
-    from absorb_formal.checker.dispatch import subset_refutation
+    from absorb_formal.checker.rules.subset import refutation as subset_refutation
     terms = [((Fraction(1),),)] * 30
     with budget.limit(120):
         answer = subset.solve(terms, ((Fraction(31),),))

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from absorb_formal.checker import verify
-from absorb_formal.checker.kernel import modlu
+from absorb_formal.checker.kernel import modlu, systems
 from absorb_formal.checker.kernel.contract import FLIP_RULES, Check, Kind
 from absorb_formal.decide import flips_large
 from absorb_formal.export.witness import read_export
@@ -130,8 +130,8 @@ def test_the_projected_flip_system_is_the_functionals_applied_to_each_term(gated
     gate = rng.integers(0, q, (m, d)) if gated else up
     lam, mu = rng.integers(0, q, m), rng.integers(0, q, m) if gated else np.zeros(m, int)
     target = rng.integers(0, q, (d, d))
-    work = modlu.projected_flip_system(down, up, gate, lam, mu, target, 0, q)
-    p_, q_, b_ = (modlu.random_residues(0, s, m, d, q).astype(np.int64).tolist()
+    work = systems.projected_flip_system(down, up, gate, lam, mu, target, 0, q)
+    p_, q_, b_ = (systems.random_residues(0, s, m, d, q).astype(np.int64).tolist()
                   for s in (0, 1, 2))
     inverse_two = pow(2, -1, q)
     for j in range(m):
@@ -520,9 +520,9 @@ def test_a_bias_that_is_not_a_vector_is_refused_by_the_checker_too(tmp_path, cli
     """The prover calls a 2×(m/2) bias array (or a literal matrix) malformed (exit 2); the
     checker, reading a block stored by source, must not flatten it into m values and accept a
     certificate about a block the language does not define."""
+    from absorb_formal.checker.kernel.contract import Invalid
     from absorb_formal.checker.readers.reading import Rational, Reading, spec_location
     from absorb_formal.checker.rules import unique_subset as checked_subset
-    from absorb_formal.checker.rules.modular import Invalid
 
     found = arrays("relu^2", D, M, None)
     np.savez(tmp_path / "w.npz", **found)

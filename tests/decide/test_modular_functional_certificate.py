@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from absorb_formal.checker import verify
+from absorb_formal.checker.kernel.contract import Invalid
 from absorb_formal.checker.readers.reading import Reading, spec_location
 from absorb_formal.cli.check import check_document
 from absorb_formal.decide.modular import PRIME
@@ -230,11 +231,12 @@ def test_a_minor_singular_mod_the_first_prime_is_tried_mod_the_next(certified, m
     from absorb_formal.checker.kernel import modlu
     from absorb_formal.decide import modular
     from absorb_formal.language import load_file
+    from absorb_formal.numeric import accelerated
 
     path, doc = certified
     first, second = modlu.primes(2)
-    real = modlu.functional_auto
-    monkeypatch.setattr(modlu, "functional_auto",
+    real = accelerated.functional_auto
+    monkeypatch.setattr(accelerated, "functional_auto",
                         lambda work, p: None if p == first else real(work, p))
     block = load_file(path.parent.parent / "big.mlp").blocks["Big"]
     found = modular.decide(block, block.width, True)
@@ -248,15 +250,15 @@ def test_claims_queries_and_repeated_loads_share_one_lu(tmp_path, monkeypatch):
     """The residues and the functional are computed once per block's values
     (decide/large.py): a second claim, a query's min-width bounds and the same spec loaded
     again reuse them; a block with one weight changed does not."""
-    from absorb_formal.checker.kernel import modlu
     from absorb_formal.decide import large
     from absorb_formal.language import load_file
+    from absorb_formal.numeric import accelerated
 
     monkeypatch.setattr(large, "_RECENT", [])
     spec = big(tmp_path, seed=5)
     calls = []
-    real = modlu.functional_auto
-    monkeypatch.setattr(modlu, "functional_auto",
+    real = accelerated.functional_auto
+    monkeypatch.setattr(accelerated, "functional_auto",
                         lambda work, p: calls.append(p) or real(work, p))
     block = load_file(spec).blocks["Big"]
     first = large.decide(block, block.width)
@@ -388,7 +390,7 @@ def test_a_true_zero_mod_the_first_prime_is_certified_mod_the_second(tmp_path):
     cert = found.certificate
     assert cert["minor_prime"] == second and len(cert["Y"]) == 5
     checking.check(exact_skip, 4, layers, cert, Fraction(1, 2))  # valid: no exception
-    with pytest.raises(checking.Invalid):
+    with pytest.raises(Invalid):
         checking.check(exact_skip, 4, layers, {**cert, "minor_prime": first}, Fraction(1, 2))
 
 
@@ -396,7 +398,7 @@ def test_a_dead_neuron_is_refused_even_with_an_orthogonal_y(tmp_path):
     """A zero column of D makes its term 0, orthogonal to every Y: a Y built on the live terms
     alone passes the orthogonality test, so the checker must require every neuron alive (the
     generic case) — and the prover issues nothing for such a block."""
-    from absorb_formal.checker.kernel import modlu
+    from absorb_formal.checker.kernel import modlu, systems
     from absorb_formal.checker.rules import modular as checking
     from absorb_formal.decide import modular
 
@@ -414,10 +416,10 @@ def test_a_dead_neuron_is_refused_even_with_an_orthogonal_y(tmp_path):
     forged = {"kind": "modular functional", "rule": "§4 generic case", "prime": PRIME,
               "minor_prime": q, "rows": [0, 1], "cols": [0, 1, 2], "Y": y + [0],
               "Y_dot_S": value}
-    grid = modlu.on_grid(y + [0], 2, 3)
+    grid = systems.on_grid(y + [0], 2, 3)
     d_res, u_res = np.array(down)[:2] % q, np.array(UP)[:, :3] % q
-    assert not modlu.functional_values(grid, d_res, u_res, q).any()  # orthogonal to all 4
-    with pytest.raises(checking.Invalid, match="not every neuron is alive"):
+    assert not systems.functional_values(grid, d_res, u_res, q).any()  # orthogonal to all 4
+    with pytest.raises(Invalid, match="not every neuron is alive"):
         checking.check(exact_skip, 4, layers, forged, Fraction(1, 2))
 
 
@@ -440,7 +442,7 @@ def test_a_prime_dividing_the_slope_is_refused(tmp_path):
     assert other is not None
     y, value = other
     forged = {**found.certificate, "minor_prime": first, "Y": y, "Y_dot_S": value}
-    with pytest.raises(checking.Invalid, match="divides the denominator of a"):
+    with pytest.raises(Invalid, match="divides the denominator of a"):
         checking.check(exact_skip, 4, layers, forged, slope)
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from absorb_formal.checker.dispatch import verify
 from absorb_formal.checker.kernel import symbolic as checked
+from absorb_formal.checker.lemmas import values as checked_values
 from absorb_formal.language.load import load_file
 from absorb_formal.model import symbolic
 from absorb_formal.model.result import DECIDED, PROVED, REFUTED
@@ -83,14 +84,14 @@ def test_values_print_parse_and_round_like_mpmath(seed):
     assert abs(symbolic_float(text) - float(exact)) <= 1e-12 * max(1, abs(float(exact)))
     parsed = checked.parse(text)
     assert checked.text(parsed) == text  # the checker reads what the prover wrote
-    for ball in (checked.enclosure(parsed, 128), symbolic.enclosure(value, 128)):
+    for ball in (checked_values.enclosure(parsed, 128), symbolic.enclosure(value, 128)):
         # the ball holds the 60-digit value, and is narrow (about 2^-128 relative)
         mid, rad = (mpmath.ldexp(int(m), int(e)) for m, e in (ball.mid().man_exp(),
                                                                 ball.rad().man_exp()))
         assert abs(exact - mid) <= rad + mpmath.mpf(10) ** -55
         assert rad < mpmath.mpf(10) ** -30 * max(1, abs(exact))
     if abs(exact) > mpmath.mpf(10) ** -40:
-        assert checked.sign(parsed) == symbolic.sign(value) == (1 if exact > 0 else -1)
+        assert checked_values.sign(parsed) == symbolic.sign(value) == (1 if exact > 0 else -1)
 
 
 def test_the_arithmetic_is_exact():
@@ -127,7 +128,7 @@ def test_a_formally_nonzero_value_that_is_zero_has_no_sign():
     assert abs(mp_text(symbolic.text(zero))) < mpmath.mpf(10) ** -50
     with pytest.raises(ArithmeticError):
         symbolic.sign(zero)
-    assert checked.sign(checked.parse(symbolic.text(zero))) is None
+    assert checked_values.sign(checked.parse(symbolic.text(zero))) is None
     assert not symbolic.nonzero(zero)
 
 

@@ -15,7 +15,7 @@ import flint
 import numpy as np
 import pytest
 
-from absorb_formal.checker.kernel import modlu
+from absorb_formal.checker.kernel import modlu, systems
 from absorb_formal.checker.kernel.contract import Check, Kind
 from absorb_formal.decide import unique_subset
 from absorb_formal.export.witness import read_export
@@ -184,9 +184,9 @@ def random_system(d: int, m: int, q: int, matrix_target: bool, seed: int, scalar
     rng = np.random.default_rng(seed)
     down, up = rng.integers(0, q, (d, m)), rng.integers(0, q, (m, d))
     target = rng.integers(0, q, (d, d)) if matrix_target else scalar
-    work = modlu.projected_system(down, up, target, 0, q)
-    p_ = modlu.random_residues(0, 0, m, d, q).astype(np.int64)
-    q_ = modlu.random_residues(0, 1, m, d, q).astype(np.int64)
+    work = systems.projected_system(down, up, target, 0, q)
+    p_ = systems.random_residues(0, 0, m, d, q).astype(np.int64)
+    q_ = systems.random_residues(0, 1, m, d, q).astype(np.int64)
     return down, up, target, work, p_, q_
 
 
@@ -208,10 +208,10 @@ def test_the_projected_system_is_the_functionals_applied_to_each_term(matrix_tar
 
 
 def test_the_random_functionals_are_reproducible_in_bands():
-    whole = modlu.random_residues(0, 1, 7, 5, Q)
+    whole = systems.random_residues(0, 1, 7, 5, Q)
     assert whole.min() >= 0 and whole.max() < Q
-    assert np.array_equal(whole, modlu.random_residues(0, 1, 7, 5, Q))
-    assert not np.array_equal(whole, modlu.random_residues(0, 0, 7, 5, Q))
+    assert np.array_equal(whole, systems.random_residues(0, 1, 7, 5, Q))
+    assert not np.array_equal(whole, systems.random_residues(0, 0, 7, 5, Q))
 
 
 def test_a_forged_witness_for_a_generic_block_is_invalid(tmp_path, cli, monkeypatch):
@@ -320,7 +320,7 @@ def test_the_projected_system_in_bands_and_split_products_is_exact(q, matrix_tar
     """m > SYSTEM_BAND (the functionals drawn band by band) and, for q near 2^25, an inner
     dimension d = 40 above inner_limit(q) = 8 (product_mod reduces between pieces): every
     entry against the same system in exact int64 products (each < d·q² < 2^63)."""
-    d, m = 40, modlu.SYSTEM_BAND + 88
+    d, m = 40, systems.SYSTEM_BAND + 88
     assert modlu.inner_limit(q) < d or q == Q
     down, up, target, work, p_, q_ = random_system(d, m, q, matrix_target, 11, 987654)
     a = (p_ @ down % q) * (q_ @ up.T % q) % q

@@ -1,8 +1,14 @@
-"""The checker's trusted kernel: the exact primitives both sides use.
+"""The checker's trusted kernel: the exact primitives a verdict finally rests on, and the only
+part of the checker the prover may import (tests/architecture/test_import_layers.py). It imports
+nothing from the rest of the checker.
 
-Everything a verdict finally rests on is computed here or re-derived by the checker from
-these primitives: exact rationals and linear algebra (`linalg.py`), the modular LU on
-float64 BLAS with its no-rounding bound (`modlu.py`), symbolic values beyond Q
-(`symbolic.py`). It imports nothing from the rest of the package and nothing heavy at import
-time, so that the prover can import it directly.
+- `contract.py`: the names both sides spell alike (the document format, every certificate
+  kind and witness check) and the checker's `Invalid`;
+- `linalg.py`: exact rationals and linear algebra over Q, exact evaluation of a block;
+- `integers.py`: exact integer views of exact matrices;
+- `modlu.py`: the exact LU modulo a prime on float64 BLAS, with its no-rounding bound;
+- `systems.py`: the certificates' systems built from its products (modular functional,
+  unique subset solution);
+- `symbolic.py`: symbolic values σ(β) read formally;
+- `cachedir.py`: where the cache lives, and the key that signs its entries.
 """

@@ -1,7 +1,9 @@
 """Exact linear algebra modulo a small prime, carried out by float64 BLAS (the idea of
-FFLAS-FFPACK): determinants, ranks and left null vectors of integer matrices mod p, used by
-the prover (decide/modular.py: the modular functional's LU) and the checker (its one
-product), through this one module.
+FFLAS-FFPACK): determinants, ranks, pivot columns, solutions and left null vectors of integer
+matrices mod p. This is the checker's one trusted modular component; the prover uses it too
+(through `numeric/accelerated.py`, which adds BLAS thread control and a CUDA backend around
+these same steps), so there is one implementation, tested against FLINT
+(tests/checker/test_modular_lu_against_flint.py), rather than two copies that could drift apart.
 
 Why floats are exact here. Every value this module keeps is an integer of magnitude at most
 p − 1, stored in a float64 (53-bit significand: every integer of magnitude below 2^53 is
@@ -12,7 +14,7 @@ multiply-add, of magnitude at most k·(p−1)²; so when k·(p−1)² + p < 2^53
 and the subtraction from an entry of magnitude < p that follows, is exact. Reduction mod p
 is x − p·rint(x·fl(1/p)): the computed quotient is within 0.5 + 2/p < 1 of x/p, so the
 result is an integer ≡ x of magnitude ≤ p − 1, and every step of it is exact (q·p and
-x − q·p are integers below 2^53). `_product_bound` raises when the bound fails, and every
+x − q·p are integers below 2^53). `product_bound` raises when the bound fails, and every
 product splits its inner dimension into pieces of at most `inner_limit(p)` (2,048 for the
 primes below 2^21 used here), reducing in between (delayed reduction). This is exact integer
 arithmetic on float hardware, not a float view of any weight: the inputs are residues
@@ -20,39 +22,24 @@ computed exactly from the weights' bits. (It assumes a classical matrix product 
 dgemm, numpy's own loop, cuBLAS — never Strassen-like schemes, whose intermediate sums
 are bounded differently.)
 
-Why the checker owns it. The checker imports nothing from the prover; the prover may use the
-checker's primitives. Sharing this one module, tested against FLINT
-(tests/checker/test_modular_lu_against_flint.py), makes the exact modular arithmetic one trusted
-component, like python-flint was before it, instead of two copies that could drift apart. (For the
-modular functional the checker uses only one product; the LU also serves the checker's doubles
-determinant and unique-subset solve.)
+Backends. Every step goes through a backend `xp` (`Numpy`, the checker's plain path): it only
+says how to multiply, reduce and move rows, so any backend computes the same residues. The
+certificates' systems built from these products are in `systems.py`; the out-of-core LU
+(decide/outofcore.py) drives `factor`, `solve_lower` and `sub_product` panel by panel.
 
-Reductions of products of two residues (`product_minor`) use the floor instead: for
-0 ≤ x < p² < 2^52, x − p·⌊x·fl(1/p)⌋ is exactly x mod p unless x is a non-zero multiple of p
-(see there).
+Algorithm. A left-looking block LU without row exchanges (Crout): per block column of BLOCK
+columns, one product brings its panel up to date, the diagonal block is eliminated column by
+column, and products with its triangles' inverses give its part of L and U (2n³/3 flops in
+BLAS plus O(n²·BLOCK)). A zero pivot hands the Schur complement to a recursive, rank-revealing
+LU with row exchanges (Toledo's recursion on columns). Memory: the matrix plus bounded
+temporaries.
 
-Algorithm. First a left-looking block LU without row exchanges (Crout): for each block
-column of BLOCK columns, one product brings its panel up to date (A[k:, k] −= L[k:, :k]·U[:k, k]),
-the BLOCK×BLOCK diagonal block is eliminated column by column, and two products with the
-inverses of its triangles give its part of L and of U. Every entry is updated once, by long
-products cut into exact pieces, and reduced a few times in all: the work is the LU's 2n³/3
-flops in BLAS plus O(n²·BLOCK). A zero pivot in a diagonal block (mod a prime near 2^21, for
-generic matrices about one chance in p per column) hands the rest — the Schur complement of
-the rows and columns done — to a recursive, rank-revealing LU with row exchanges (Toledo's
-recursion on columns: factor the left half, apply its row swaps to the right half, solve
-with the left half's unit-lower triangle, update the Schur complement with one matrix
-product, factor it). Memory: the matrix itself plus bounded temporaries.
-
-Certificates that are cheap to check (`functional_floats`): from M[order] = L·U, the last row
-v of L⁻¹ gives y with yᵀ·M = (0, …, 0, U[n−1, n−1]): a vector orthogonal to every column but
-the last, found with one back-substitution (O(n²)) after the LU, and checked with one
-product, without any LU.
+`functional_floats`: from M[order] = L·U, the last row v of L⁻¹ gives y with
+yᵀ·M = (0, …, 0, U[n−1, n−1]), found with one back-substitution and checked with one product.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -69,7 +56,7 @@ def inner_limit(p: int) -> int:
     return (EXACT - 1 - p) // ((p - 1) ** 2)
 
 
-def _product_bound(k: int, p: int) -> None:
+def product_bound(k: int, p: int) -> None:
     """The exactness bound of every product this module computes; raised, not `assert`ed,
     so that it survives `python -O`."""
     if not (p > 2 and k * (p - 1) ** 2 + p < EXACT):
@@ -108,9 +95,11 @@ def usable(p: int) -> bool:
     return is_prime(p) and p > 2 and inner_limit(p) >= BASE
 
 
-# ---- the float64 backend (numpy); `torch_backend` runs the same steps on a GPU -----------
+# ---- the float64 backend: numpy (numeric/accelerated.py subclasses it) ---------------
 
-class _Numpy:
+class Numpy:
+    """The plain numpy backend: each product on numpy's own BLAS, as configured."""
+
     name = "numpy"
 
     @staticmethod
@@ -123,14 +112,12 @@ class _Numpy:
 
     @staticmethod
     def product(a: Any, b: Any) -> Any:
-        _choose_threads(a.shape[0] * a.shape[1] * b.shape[1])
         return a @ b
 
     @staticmethod
     def sub_product(c: Any, a: Any, b: Any, p: int) -> None:
         """c ← c − a·b, reduced, through one scratch buffer (no fresh temporaries)."""
         work = _scratch(*c.shape)
-        _choose_threads(a.shape[0] * a.shape[1] * b.shape[1])
         np.matmul(a, b, out=work)
         np.subtract(c, work, out=c)
         np.multiply(c, 1.0 / p, out=work)
@@ -198,97 +185,6 @@ class _Numpy:
         return np.zeros(n, dtype=np.float64)
 
 
-THREADED_FROM = 1 << 26  # multiply-adds from which a product may use every BLAS thread
-
-
-class _BlasThreads:
-    """OpenBLAS's thread count, where numpy's OpenBLAS exposes its setter (else nothing is
-    changed). A product split over threads waits for the slowest: on a machine whose cores
-    are busy with other work that made the LU 4–8 times slower than on one thread. So inside
-    the LU (`blas_threads`) a product runs on one thread when it has fewer than THREADED_FROM
-    multiply-adds or when another process is running (Linux: the running count of
-    /proc/loadavg less this process's own running threads, read before each large product),
-    and on OpenBLAS's own count otherwise; the count is restored afterwards. Speed only: no
-    value depends on it (each thread computes whole dot products, and the bound holds for any
-    order of summation)."""
-
-    def __init__(self) -> None:
-        self.get: Any = None
-        self.set: Any = None
-        self.default = self.current = 1
-        try:
-            import ctypes
-            import glob
-
-            folder = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-            for path in sorted(glob.glob(os.path.join(folder, "*openblas*"))):
-                library = ctypes.CDLL(path)
-                for prefix in ("scipy_openblas", "openblas"):
-                    for suffix in ("64_", ""):
-                        getter = getattr(library, f"{prefix}_get_num_threads{suffix}", None)
-                        setter = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
-                        if getter is not None and setter is not None:
-                            getter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
-                            self.get, self.set = getter, setter
-                            return
-        except OSError:
-            pass
-
-    def use(self, count: int) -> None:
-        if self.set is not None and count != self.current:
-            self.set(count)
-            self.current = count
-
-    @staticmethod
-    def others_running() -> int:
-        """Tasks running or runnable now that are not this process's (0 where unknown)."""
-        try:
-            with open("/proc/loadavg", encoding="ascii") as stream:
-                running = int(stream.read().split()[3].split("/")[0])
-            mine = 0
-            for task in os.listdir("/proc/self/task"):
-                with open(f"/proc/self/task/{task}/stat", encoding="ascii") as stream:
-                    mine += stream.read().rsplit(")", 1)[1].split()[0] == "R"
-        except (OSError, ValueError, IndexError):
-            return 0
-        return max(0, running - max(mine, 1))
-
-
-_BLAS: list[_BlasThreads] = []
-_SESSION: list[bool] = []  # inside `blas_threads`
-
-
-def _blas() -> _BlasThreads:
-    if not _BLAS:
-        _BLAS.append(_BlasThreads())
-    return _BLAS[0]
-
-
-class blas_threads:  # noqa: N801 - a context manager, used like a function
-    """The LU's products choose their thread count (`_BlasThreads`); OpenBLAS's own count is
-    restored on leaving."""
-
-    def __enter__(self) -> None:
-        blas = _blas()
-        if blas.get is not None and not _SESSION:
-            blas.default = blas.current = int(blas.get())
-        _SESSION.append(True)
-
-    def __exit__(self, *exc: object) -> None:
-        _SESSION.pop()
-        if not _SESSION:
-            _blas().use(_blas().default)
-
-
-def _choose_threads(work: int) -> None:
-    """Before a product of `work` multiply-adds, inside `blas_threads`."""
-    if _SESSION:
-        blas = _blas()
-        if blas.set is not None:
-            idle = work >= THREADED_FROM and blas.default > 1 and blas.others_running() == 0
-            blas.use(blas.default if idle else 1)
-
-
 _SCRATCH: list[Any] = []  # one reusable buffer: no page faults from fresh temporaries
 
 
@@ -299,43 +195,43 @@ def _scratch(rows: int, cols: int) -> Any:
     return _SCRATCH[0][:size].reshape(rows, cols)
 
 
-def _sub_product(c: Any, a: Any, b: Any, p: int, xp: Any) -> None:
+def sub_product(c: Any, a: Any, b: Any, p: int, xp: Any) -> None:
     """c ← (c − a·b) mod p in place; entries of a, b, c of magnitude < p. The inner dimension
     is cut into pieces of at most inner_limit(p), each product exact (module docstring)."""
     k = a.shape[1]
     if k == 0:
         return
     piece = min(k, inner_limit(p))
-    _product_bound(piece, p)
+    product_bound(piece, p)
     for row in range(0, c.shape[0], ROWS_PER_PRODUCT):
         rows = slice(row, row + ROWS_PER_PRODUCT)
         for start in range(0, k, piece):
             xp.sub_product(c[rows], a[rows, start:start + piece], b[start:start + piece], p)
 
 
-def _solve_lower(lower: Any, b: Any, p: int, xp: Any) -> None:
+def solve_lower(lower: Any, b: Any, p: int, xp: Any) -> None:
     """b ← L⁻¹ b mod p in place, L unit lower triangular (its strict lower part in `lower`;
     diagonal and upper part ignored)."""
     r = lower.shape[0]
     if r <= BASE:  # L⁻¹ of the small triangle (row by row on the identity), then one product
         inverse = xp.identity_like(lower)
         for i in range(1, r):
-            _sub_product(inverse[i:i + 1], lower[i:i + 1, :i], inverse[:i], p, xp)
+            sub_product(inverse[i:i + 1], lower[i:i + 1, :i], inverse[:i], p, xp)
         solved = xp.product(inverse, b)  # inner dimension r ≤ BASE: exact
-        _product_bound(r, p)
+        product_bound(r, p)
         xp.reduce(solved, p)
         b[...] = solved
         return
     h = r // 2
-    _solve_lower(lower[:h, :h], b[:h], p, xp)
-    _sub_product(b[h:], lower[h:, :h], b[:h], p, xp)
-    _solve_lower(lower[h:, h:], b[h:], p, xp)
+    solve_lower(lower[:h, :h], b[:h], p, xp)
+    sub_product(b[h:], lower[h:, :h], b[:h], p, xp)
+    solve_lower(lower[h:, h:], b[h:], p, xp)
 
 
 def _times(a: Any, b: Any, p: int, xp: Any) -> Any:
     """(a·b) mod p as a new array; inner dimension at most inner_limit(p) (a small square
     factor: the triangle inverses)."""
-    _product_bound(a.shape[1], p)
+    product_bound(a.shape[1], p)
     out = xp.product(a, b)
     xp.reduce(out, p)
     return out
@@ -344,7 +240,7 @@ def _times(a: Any, b: Any, p: int, xp: Any) -> Any:
 def _right_multiply(x: Any, t: Any, p: int, xp: Any) -> None:
     """x ← x·t mod p in place, t square of order ≤ inner_limit(p); a band of rows at a time
     (each band's product is taken before it is overwritten)."""
-    _product_bound(t.shape[0], p)
+    product_bound(t.shape[0], p)
     for row in range(0, x.shape[0], ROWS_PER_PRODUCT):
         band = x[row:row + ROWS_PER_PRODUCT]
         band[...] = _times(band, t, p, xp)
@@ -353,7 +249,7 @@ def _right_multiply(x: Any, t: Any, p: int, xp: Any) -> None:
 def _left_multiply(t: Any, x: Any, p: int, xp: Any) -> None:
     """x ← t·x mod p in place, t square of order ≤ inner_limit(p); a band of columns at a
     time."""
-    _product_bound(t.shape[0], p)
+    product_bound(t.shape[0], p)
     step = max(1, (1 << 22) // max(1, x.shape[0]))
     for col in range(0, x.shape[1], step):
         band = x[:, col:col + step]
@@ -367,7 +263,7 @@ def _eliminate_block(t: Any, p: int, xp: Any) -> bool:
     (p − 1) + j·(p − 1)², below 2^53 for j ≤ inner_limit(p) (raised on), and only the row and
     column about to be used are reduced."""
     b = t.shape[0]
-    _product_bound(b, p)
+    product_bound(b, p)
     for j in range(b):
         row, column = t[j, j:], t[j + 1:, j]
         xp.reduce(row, p)
@@ -444,14 +340,14 @@ def _crout(a: Any, p: int, xp: Any) -> int:
     b = min(BLOCK, inner_limit(p))
     for k0 in range(0, n, b):
         k1 = min(k0 + b, n)
-        _sub_product(a[k0:, k0:k1], a[k0:, :k0], a[:k0, k0:k1], p, xp)  # panel up to date
+        sub_product(a[k0:, k0:k1], a[k0:, :k0], a[:k0, k0:k1], p, xp)  # panel up to date
         block = xp.copy(a[k0:k1, k0:k1])
         if not _eliminate_block(block, p, xp):
-            _sub_product(a[k0:, k1:], a[k0:, :k0], a[:k0, k1:], p, xp)  # the Schur complement
+            sub_product(a[k0:, k1:], a[k0:, :k0], a[:k0, k1:], p, xp)  # the Schur complement
             return k0
         a[k0:k1, k0:k1] = block
         if k1 < n:
-            _sub_product(a[k0:k1, k1:], a[k0:k1, :k0], a[:k0, k1:], p, xp)
+            sub_product(a[k0:k1, k1:], a[k0:k1, :k0], a[:k0, k1:], p, xp)
             _left_multiply(_inverse_unit_lower(block, p, xp), a[k0:k1, k1:], p, xp)  # U
             _right_multiply(a[k1:, k0:k1], _inverse_upper(block, p, xp), p, xp)  # L
     return n
@@ -467,7 +363,7 @@ def _lu(a: Any, p: int, xp: Any) -> Any | None:
     if done == n:
         return order
     try:
-        pivots, rest = _factor(a[done:, done:], p, xp, True)
+        pivots, rest = factor(a[done:, done:], p, xp, True)
     except Singular:
         return None
     if len(pivots) < n - done:
@@ -482,7 +378,7 @@ class Singular(Exception):
     """A column without a pivot, where only a full-rank factorisation was asked for."""
 
 
-def _factor(a: Any, p: int, xp: Any, full: bool) -> tuple[list[int], Any]:
+def factor(a: Any, p: int, xp: Any, full: bool) -> tuple[list[int], Any]:
     """Row-echelon LU of `a` (mod p, in place): the pivot columns (increasing) and the row
     order applied to `a` (pivot k in row k, its multipliers below it in its column)."""
     m, n = a.shape
@@ -490,7 +386,7 @@ def _factor(a: Any, p: int, xp: Any, full: bool) -> tuple[list[int], Any]:
         return _factor_columns(a, p, xp, full)
     h = n // 2
     left, right = a[:, :h], a[:, h:]
-    pivots, order = _factor(left, p, xp, full)
+    pivots, order = factor(left, p, xp, full)
     if not _identity(order, xp):
         xp.take_rows(right, order)
     r = len(pivots)
@@ -498,14 +394,14 @@ def _factor(a: Any, p: int, xp: Any, full: bool) -> tuple[list[int], Any]:
         contiguous = pivots == list(range(r))
         top = left[:r, :r] if contiguous else left[:r][:, pivots]
         below = left[r:, :r] if contiguous else left[r:][:, pivots]
-        _solve_lower(top, right[:r], p, xp)
-        _sub_product(right[r:], below, right[:r], p, xp)
+        solve_lower(top, right[:r], p, xp)
+        sub_product(right[r:], below, right[:r], p, xp)
     if r == m:
         return pivots, order
-    more, order2 = _factor(right[r:], p, xp, full)
+    more, order2 = factor(right[r:], p, xp, full)
     if not _identity(order2, xp):
         xp.take_rows(left[r:], order2)
-        order = order.clone() if xp.name == "torch" else order.copy()
+        order = xp.copy(order)
         order[r:] = order[r:][order2]
     return pivots + [h + c for c in more], order
 
@@ -518,7 +414,7 @@ def _factor_columns(a: Any, p: int, xp: Any, full: bool) -> tuple[list[int], Any
     """Column by column: find a non-zero pivot, swap it up, store the multipliers
     (entry · pivot⁻¹ mod p), update the columns to its right. Products < (p−1)² < 2^53."""
     m, n = a.shape
-    _product_bound(1, p)
+    product_bound(1, p)
     order = xp.arange(m)
     pivots: list[int] = []
     r = 0
@@ -538,13 +434,13 @@ def _factor_columns(a: Any, p: int, xp: Any, full: bool) -> tuple[list[int], Any
         column *= inverse
         xp.reduce(column, p)
         if j + 1 < n:
-            _sub_product(a[r + 1:, j + 1:], a[r + 1:, j:j + 1], a[r:r + 1, j + 1:], p, xp)
+            sub_product(a[r + 1:, j + 1:], a[r + 1:, j:j + 1], a[r:r + 1, j + 1:], p, xp)
         pivots.append(j)
         r += 1
     return pivots, order
 
 
-def _parity(order: list[int]) -> int:
+def parity(order: list[int]) -> int:
     """(−1)^(number of transpositions) of a permutation, by its cycles."""
     seen, sign = [False] * len(order), 1
     for start in range(len(order)):
@@ -558,9 +454,7 @@ def _parity(order: list[int]) -> int:
     return sign
 
 
-def _as_floats(matrix: Any, p: int, xp: Any) -> Any:
-    if xp.name == "torch":
-        return matrix
+def _as_floats(matrix: Any, p: int) -> Any:
     out = np.array(matrix, dtype=np.int64) % p  # exact: integers, reduced before widening
     return out.astype(np.float64)
 
@@ -572,23 +466,22 @@ def _checked(work: Any, p: int, xp: Any) -> None:
         raise ValueError(f"the matrix must hold integers of magnitude below {p}")
 
 
-def det_floats(work: Any, p: int, xp: Any = _Numpy) -> int:
+def det_floats(work: Any, p: int, xp: Any = Numpy) -> int:
     """det mod p of a square float64 array of integers of magnitude < p, destroyed in
     place."""
     _checked(work, p, xp)
     if work.shape[0] == 0:
         return 1
-    with blas_threads():
-        order = _lu(work, p, xp)
+    order = _lu(work, p, xp)
     if order is None:
         return 0
-    det = _parity(xp.to_list(order)) % p
+    det = parity(xp.to_list(order)) % p
     for value in xp.to_list(work.diagonal()):
         det = det * value % p
     return det
 
 
-def _last_row_of_inverse(lower: Any, p: int, xp: Any) -> Any:
+def last_row_of_inverse(lower: Any, p: int, xp: Any) -> Any:
     """v with vᵀ·L = e_lastᵀ mod p (the last row of L⁻¹), L unit lower triangular (its strict
     lower part in `lower`), in [0, p). Backwards: v_j = −Σ_{i>j} v_i·L[i, j], by blocks
     of BLOCK rows: the solved entries' share by one product (exact pieces), then within the
@@ -597,12 +490,12 @@ def _last_row_of_inverse(lower: Any, p: int, xp: Any) -> Any:
     v = xp.zeros(n, lower)
     v[n - 1] = 1
     b = min(BLOCK, inner_limit(p))
-    _product_bound(b, p)
+    product_bound(b, p)
     for end in range(n - 1, -1, -b):  # block [start, end] (end included), right to left
         start = max(0, end - b + 1)
         if end + 1 < n:  # contributions of the solved v[end+1:] to this block's entries
             part = v[start:end + 1][None, :]
-            _sub_product(part, v[end + 1:][None, :], lower[end + 1:, start:end + 1], p, xp)
+            sub_product(part, v[end + 1:][None, :], lower[end + 1:, start:end + 1], p, xp)
         for j in range(end - 1, start - 1, -1):  # within the block: one entry at a time
             share = v[j + 1:end + 1] @ lower[j + 1:end + 1, j]
             v[j] = (v[j] - share) % p  # integers below 2^53: an exact float remainder
@@ -611,7 +504,7 @@ def _last_row_of_inverse(lower: Any, p: int, xp: Any) -> Any:
     return v
 
 
-def functional_floats(work: Any, p: int, xp: Any = _Numpy) -> tuple[list[int], int] | None:
+def functional_floats(work: Any, p: int, xp: Any = Numpy) -> tuple[list[int], int] | None:
     """(y, c) with yᵀ·M ≡ (0, …, 0, c) mod p and c ≠ 0, M the square float64 array of
     integers of magnitude < p (destroyed in place), or None when M is singular mod p. y is
     orthogonal to every column but the last: the last column is outside the span of the
@@ -620,40 +513,40 @@ def functional_floats(work: Any, p: int, xp: Any = _Numpy) -> tuple[list[int], i
     n = work.shape[0]
     if n == 0:
         return None
-    with blas_threads():
-        order = _lu(work, p, xp)
-        if order is None:
-            return None
-        v = xp.to_list(_last_row_of_inverse(work, p, xp))
+    order = _lu(work, p, xp)
+    if order is None:
+        return None
+    v = xp.to_list(last_row_of_inverse(work, p, xp))
     y = [0] * n
     for position, row in enumerate(xp.to_list(order)):
         y[row] = v[position]
     return y, int(work[n - 1, n - 1]) % p
 
-def solve_floats(work: Any, p: int) -> list[int] | None:
+
+def solve_floats(work: Any, p: int, xp: Any = Numpy) -> list[int] | None:
     """The unique x with A·x ≡ b (mod p), for the n×(n+1) float64 array [A | b] of integers
     in [0, p) (destroyed in place); None when A is singular mod p. A[order] = L·U by the LU
-    above (`_lu`), then b[order] ← L⁻¹·b[order] (`_solve_lower`, exact products), and back
+    above (`_lu`), then b[order] ← L⁻¹·b[order] (`solve_lower`, exact products), and back
     substitution in int64: each product of two residues is below p² and a row's sum below
-    n·p² < 2^63, raised on otherwise."""
+    n·p² < 2^63, raised on otherwise. `xp`: a numpy backend (the back substitution is
+    numpy's)."""
     n = work.shape[0]
     if work.shape[1] != n + 1:
         raise ValueError("solve_floats takes an n×(n+1) matrix [A | b]")
     if not usable(p):
         raise ValueError(f"{p} is not a prime this module can work with")
-    if not _Numpy.integers_below(work, p):
+    if not Numpy.integers_below(work, p):
         raise ValueError(f"the matrix must hold integers of magnitude below {p}")
     if not n * (p - 1) ** 2 + p < 2**63:
         raise ArithmeticError(f"back substitution of order {n} mod {p} overflows int64")
     if n == 0:
         return []
     square = work[:, :n]
-    with blas_threads():
-        order = _lu(square, p, _Numpy)
-        if order is None:
-            return None
-        rhs = work[order, n:]  # a copy, in the LU's row order
-        _solve_lower(square, rhs, p, _Numpy)
+    order = _lu(square, p, xp)
+    if order is None:
+        return None
+    rhs = work[order, n:]  # a copy, in the LU's row order
+    solve_lower(square, rhs, p, xp)
     upper = np.rint(square).astype(np.int64) % p  # the entries are integers already: exact
     y = np.rint(rhs[:, 0]).astype(np.int64) % p
     x = np.zeros(n, dtype=np.int64)
@@ -671,9 +564,9 @@ def solve_mod(matrix: Any, rhs: Any, p: int) -> list[int] | None:
     return solve_floats(np.hstack([a, b]).astype(np.float64), p)
 
 
-def det_mod(matrix: Any, p: int) -> int:
+def det_mod(matrix: Any, p: int, xp: Any = Numpy) -> int:
     """det of an integer matrix mod p (numpy, any integer entries: reduced exactly first)."""
-    return det_floats(_as_floats(matrix, p, _Numpy), p)
+    return det_floats(_as_floats(matrix, p), p, xp)
 
 
 def rank_mod(matrix: Any, p: int) -> int:
@@ -681,19 +574,18 @@ def rank_mod(matrix: Any, p: int) -> int:
     return len(pivot_columns(matrix, p))
 
 
-def pivot_columns(matrix: Any, p: int) -> list[int]:
+def pivot_columns(matrix: Any, p: int, xp: Any = Numpy) -> list[int]:
     """The pivot columns of an integer matrix over Z/p, increasing: each column that is not
     in the span (mod p) of the columns before it. Columns independent mod p are independent
     over Q when p divides no denominator (a non-zero minor mod p is non-zero)."""
     if not usable(p):
         raise ValueError(f"{p} is not a prime this module can work with")
-    work = _as_floats(matrix, p, _Numpy)
+    work = _as_floats(matrix, p)
     if 0 in work.shape:
         return []
-    if not _Numpy.integers_below(work, p):
+    if not Numpy.integers_below(work, p):
         raise ValueError(f"the matrix must hold integers of magnitude below {p}")
-    with blas_threads():
-        return _factor(work, p, _Numpy, False)[0]
+    return factor(work, p, xp, False)[0]
 
 
 def bytes_needed(n: int) -> int:
@@ -735,45 +627,6 @@ def bytes_available() -> int | None:
     return min(found) if found else None
 
 
-def product_minor(left: np.ndarray, right: np.ndarray, row_pos: np.ndarray,
-                  col_pos: np.ndarray, last: np.ndarray, p: int) -> np.ndarray:
-    """The (m+1)×(m+1) matrix M[t, i] = left[row_pos[t], i]·right[i, col_pos[t]] mod p
-    (i < m), M[t, m] = last[t], as float64 integers in [0, p): the minor of
-    [vec(d_i u_iᵀ) | vec S] on the coordinates (row_pos[t], col_pos[t]). A run of
-    coordinates on one row r (a grid row) is the block right[:, cols]ᵀ with column i scaled
-    by left[r, i]: no gather but of right's columns, and the only full-size array is the
-    result. Each product x of two residues is below p² < 2^52, exact in float64, and reduced
-    there as x − p·⌊x·fl(1/p)⌋: the computed quotient is within x/p·2^−52 < 1/p of x/p, so
-    the floor is ⌊x/p⌋ except for a non-zero multiple of p, which a product of two non-zero
-    residues mod a prime never is: the result is x mod p exactly."""
-    _product_bound(1, p)
-    if p >= 1 << 26:
-        raise ArithmeticError(f"{p}² is not below 2^52")
-    size = len(row_pos)
-    m = left.shape[1]
-    out = np.empty((size, m + 1), dtype=np.float64)
-    left = (np.asarray(left, dtype=np.int64) % p).astype(np.float64)
-    right_t = np.ascontiguousarray((np.asarray(right, dtype=np.int64) % p).T.astype(np.float64))
-    row_pos, col_pos = np.asarray(row_pos), np.asarray(col_pos)
-    starts = [0, *(np.flatnonzero(row_pos[1:] != row_pos[:-1]) + 1).tolist(), size]
-    rows_per_band = max(1, (1 << 16) // max(1, m))  # bands of about 2^16 entries (in cache)
-    work = np.empty((rows_per_band, m))
-    for start, stop in zip(starts[:-1], starts[1:], strict=True):
-        factor, cols = left[row_pos[start]], col_pos[start:stop]
-        simple = bool((cols == np.arange(cols[0], cols[0] + len(cols))).all())
-        block = right_t[cols[0]:cols[0] + len(cols)] if simple else right_t[cols]
-        for first in range(0, stop - start, rows_per_band):
-            band = out[start + first:min(stop, start + first + rows_per_band), :m]
-            scratch = work[:band.shape[0]]
-            np.multiply(block[first:first + band.shape[0]], factor, out=band)
-            np.multiply(band, 1.0 / p, out=scratch)
-            np.floor(scratch, out=scratch)
-            scratch *= p
-            band -= scratch
-    out[:, m] = np.asarray(last, dtype=np.int64) % p
-    return out
-
-
 def product_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
     """(a·b) mod p as float64 integers in [0, p), for float64 a, b holding integers in [0, p):
     the inner dimension is cut into pieces of at most inner_limit(p) (each product exact,
@@ -781,270 +634,8 @@ def product_mod(a: np.ndarray, b: np.ndarray, p: int) -> np.ndarray:
     k = a.shape[1]
     out = np.zeros((a.shape[0], b.shape[1]))
     piece = max(1, min(k, inner_limit(p)))
-    _product_bound(piece, p)
+    product_bound(piece, p)
     for start in range(0, k, piece):
         out += a[:, start:start + piece] @ b[start:start + piece]
-        _Numpy.reduce(out, p)  # |out| < p + piece·(p−1)² < 2^53 before each reduction
+        Numpy.reduce(out, p)  # |out| < p + piece·(p−1)² < 2^53 before each reduction
     return np.mod(out, p, out=out)
-
-
-def random_residues(seed: int, stream: int, rows: int, cols: int, p: int) -> np.ndarray:
-    """A rows×cols float64 array of integers in [0, p) drawn from numpy's PCG64 bit generator
-    seeded with SeedSequence([seed, stream]) — its raw 64-bit output, whose values numpy keeps
-    stable across versions (unlike Generator's methods) — reduced mod p, row after row.
-    Reproducible by anyone who knows (seed, stream): certificates store the seed."""
-    return next(_random_bands(seed, stream, rows, cols, p, rows))
-
-
-def _random_bands(seed: int, stream: int, rows: int, cols: int, p: int, band: int
-                  ) -> Iterator[np.ndarray]:
-    """`random_residues(seed, stream, rows, cols, p)` a band of rows at a time."""
-    source = np.random.PCG64(np.random.SeedSequence([seed, stream]))
-    for start in range(0, rows, band):
-        count = min(band, rows - start)
-        raw = source.random_raw(count * cols)
-        yield (raw % np.uint64(p)).astype(np.float64).reshape(count, cols)
-
-
-SYSTEM_BAND = 512  # rows of the projected system built at once (bounds the temporaries)
-
-
-def projected_system(down: np.ndarray, up: np.ndarray, target: np.ndarray | int,
-                     seed: int, p: int) -> np.ndarray:
-    """The m×(m+1) float64 array [A | b] mod p of the system Σ_i c_i d_i u_iᵀ = T seen through
-    m random rank-one functionals X ↦ p_jᵀ X q_j: A[j, i] = (p_j·d_i)(q_j·u_i) — the
-    Hadamard product of P·D and Q·Uᵀ — and b_j = p_jᵀ T q_j, with P, Q the m×d matrices
-    `random_residues(seed, 0 / 1, m, d, p)`. down: D mod p (d×m), up: U mod p (m×d),
-    target: T mod p (d×d), or an integer t for T = t·I; integers, reduced mod p in int64
-    before they become float64. Every step is an exact product mod p (`product_mod`), an
-    entry-wise product of two residues (< p² < 2^52) or a sum of d residues (< d·p < 2^53),
-    reduced; both bounds are raised on."""
-    down_f, up_t, matrix = _system_inputs(down, up, target, p)
-    d, m = down.shape
-    out = np.empty((m, m + 1))
-    bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
-                _random_bands(seed, 1, m, d, p, SYSTEM_BAND), strict=True)
-    for n, (left, right) in enumerate(bands):
-        rows = slice(n * SYSTEM_BAND, n * SYSTEM_BAND + left.shape[0])
-        block = out[rows, :m]
-        np.multiply(product_mod(left, down_f, p), product_mod(right, up_t, p), out=block)
-        _Numpy.reduce(block, p)
-        out[rows, m] = _bilinear(left, right, matrix, target, p)
-    return np.mod(out, p, out=out)
-
-
-def _system_inputs(down: np.ndarray, up: np.ndarray, target: np.ndarray | int, p: int
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(D, Uᵀ, T or None for T = t·I) as float64 residues, once the bounds of a projected
-    system hold (raised on otherwise)."""
-    d = down.shape[0]
-    _product_bound(1, p)
-    if p >= 1 << 26 or d * p >= EXACT:
-        raise ArithmeticError(f"residue products mod {p} or sums of {d} are not exact in float64")
-    matrix = None if isinstance(target, int | np.integer) else _residues(target, p)
-    return _residues(down, p), np.ascontiguousarray(_residues(up, p).T), matrix
-
-
-def _residues(values: Any, p: int) -> np.ndarray:
-    """Integers reduced mod p in int64, then float64 (an unreduced int64 beyond 2^53 would
-    round)."""
-    return (np.asarray(values, dtype=np.int64) % p).astype(np.float64)
-
-
-def _bilinear(left: np.ndarray, right: np.ndarray, matrix: np.ndarray | None,
-              target: np.ndarray | int, p: int) -> np.ndarray:
-    """p_jᵀ T q_j mod p for each row p_j of `left`, q_j of `right` (float64 residues); T the
-    residues `matrix`, or, when it is None, the integer `target` times I: p_jᵀ (t·I) q_j =
-    t·(p_j·q_j). Each entry-wise product of two residues is below p² < 2^52 and each sum of d
-    reduced ones below d·p < 2^53 (the callers raise otherwise)."""
-    if matrix is None:
-        rhs = np.mod(np.mod(left * right, p).sum(axis=1), p) * (int(target) % p)
-    else:
-        rhs = (np.mod(product_mod(left, matrix, p) * right, p)).sum(axis=1)
-    return np.mod(rhs, p)
-
-
-def projected_flip_system(down: np.ndarray, up: np.ndarray, gate: np.ndarray,
-                          up_weight: np.ndarray, gate_weight: np.ndarray,
-                          target: np.ndarray | int, seed: int, p: int) -> np.ndarray:
-    """The m×(m+1) float64 array [A | b] mod p of docs/rules.md §8.2's two conditions at once,
-    Σ_i c_i d_i ⊗ sym(g_i u_iᵀ) = 0 and Σ_i c_i d_i w_iᵀ = T with w_i = λ_i u_i + μ_i g_i,
-    seen through m functionals (X, L) ↦ Σ_r p_{j,r}·b_jᵀ X_r b_j + p_jᵀ L q_j (X_r: the d×d
-    slice r of the d×d×d part): A[j, i] = (p_j·d_i)·((b_j·g_i)(b_j·u_i) + q_j·w_i) —
-    b_jᵀ sym(g uᵀ) b_j = (b_j·g)(b_j·u), no d³ tensor — and b_j = p_jᵀ T q_j, with P, Q as
-    in `projected_system` (streams 0, 1) and B = `random_residues(seed, 2, m, d, p)`: four
-    products of m×d by d×m (relu², the case gate = up, μ = 0: three). down: D (d×m), up,
-    gate: U, G (m×d), up_weight, gate_weight: λ, μ (m), target: T (d×d) or an integer t for
-    T = t·I; integers, reduced mod p in int64 first. W = λ⊙U + μ⊙G is formed in int64 (two
-    products of residues and their sum, below 2p² < 2^63) and reduced; every other step is
-    an exact product mod p (`product_mod`), an entry-wise product of two residues
-    (< p² < 2^52, reduced) or a sum of d residues (< d·p < 2^53); the bounds are raised on."""
-    down_f, up_t, matrix = _system_inputs(down, up, target, p)
-    d, m = down.shape
-    same = gate is up
-    gate_t = up_t if same else np.ascontiguousarray(_residues(gate, p).T)
-    lam = np.asarray(up_weight, dtype=np.int64) % p
-    mu = np.asarray(gate_weight, dtype=np.int64) % p
-    lines = lam[:, None] * (np.asarray(up, dtype=np.int64) % p) % p
-    if mu.any():
-        lines += mu[:, None] * (np.asarray(gate, dtype=np.int64) % p) % p
-    lines_t = np.ascontiguousarray(_residues(lines, p).T)
-    out = np.empty((m, m + 1))
-    bands = zip(_random_bands(seed, 0, m, d, p, SYSTEM_BAND),
-                _random_bands(seed, 1, m, d, p, SYSTEM_BAND),
-                _random_bands(seed, 2, m, d, p, SYSTEM_BAND), strict=True)
-    for n, (left, right, middle) in enumerate(bands):
-        rows = slice(n * SYSTEM_BAND, n * SYSTEM_BAND + left.shape[0])
-        by_up = product_mod(middle, up_t, p)
-        bracket = by_up * (by_up if same else product_mod(middle, gate_t, p))  # < p²
-        _Numpy.reduce(bracket, p)
-        bracket += product_mod(right, lines_t, p)  # two terms of magnitude < p
-        _Numpy.reduce(bracket, p)
-        block = out[rows, :m]
-        np.multiply(product_mod(left, down_f, p), bracket, out=block)  # < p²
-        _Numpy.reduce(block, p)
-        out[rows, m] = _bilinear(left, right, matrix, target, p)
-    return np.mod(out, p, out=out)
-
-
-def torch_backend() -> Any | None:
-    """The same steps on a CUDA device (torch float64), or None without torch or a GPU."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-
-    class _Torch(_Numpy):  # product and swap_rows as for numpy
-        name = "torch"
-
-        @staticmethod
-        def reduce(x: Any, p: int) -> None:
-            x -= torch.round(x * (1.0 / p)) * p
-
-        @staticmethod
-        def sub_product(c: Any, a: Any, b: Any, p: int) -> None:
-            c -= a @ b
-            c -= torch.round(c * (1.0 / p)) * p
-
-        @staticmethod
-        def integers_below(a: Any, p: int) -> bool:
-            return bool((a.abs() < p).all() and (torch.round(a) == a).all())
-
-        @staticmethod
-        def first_nonzero(column: Any) -> int | None:
-            found = torch.nonzero(column)
-            return int(found[0, 0]) if found.shape[0] else None
-
-        @staticmethod
-        def take_rows(a: Any, order: Any) -> None:
-            a.copy_(a[order])
-
-        @staticmethod
-        def arange(n: int) -> Any:
-            return torch.arange(n, device="cuda")
-
-        @staticmethod
-        def identity_like(a: Any) -> Any:
-            return torch.eye(a.shape[0], dtype=a.dtype, device=a.device)
-
-        @staticmethod
-        def to_list(v: Any) -> list[int]:
-            return [int(x) for x in v.cpu().tolist()]
-
-        @staticmethod
-        def copy(a: Any) -> Any:
-            return a.clone()
-
-        @staticmethod
-        def strict_lower(a: Any) -> Any:
-            return torch.tril(a, -1)
-
-        @staticmethod
-        def strict_upper(a: Any) -> Any:
-            return torch.triu(a, 1)
-
-        @staticmethod
-        def from_list(values: list[int], like: Any) -> Any:
-            return torch.tensor(values, dtype=like.dtype, device=like.device)
-
-        @staticmethod
-        def zeros(n: int, like: Any) -> Any:
-            return torch.zeros(n, dtype=like.dtype, device=like.device)
-
-    # TF32 never applies to float64; ask for full precision regardless
-    torch.backends.cuda.matmul.allow_tf32 = False
-    return _Torch
-
-
-def _gpu(work: np.ndarray) -> tuple[Any, Any] | None:
-    """(the array on the CUDA device, the torch backend) when a device should take this
-    order: at least GPU_FROM, ABSORB_FORMAL_GPU not 0, an NVIDIA driver visible (torch is
-    imported only then: it costs seconds) and torch with CUDA; else None."""
-    if (work.shape[0] < GPU_FROM or os.environ.get("ABSORB_FORMAL_GPU", "1") == "0"
-            or not os.path.exists("/proc/driver/nvidia/version")):
-        return None
-    backend = torch_backend()
-    if backend is None:
-        return None
-    import torch
-
-    return torch.from_numpy(work).to("cuda"), backend
-
-
-def det_floats_gpu(work: np.ndarray, p: int) -> int | None:
-    """det_floats on the GPU (the array copied to the device), or None without one."""
-    backend = torch_backend()
-    if backend is None:
-        return None
-    import torch
-
-    return det_floats(torch.from_numpy(work).to("cuda"), p, backend)
-
-
-GPU_FROM = 2048  # order from which a CUDA device, when present, takes the LU
-
-
-def det_auto(work: np.ndarray, p: int) -> int:
-    """det_floats, on a CUDA device (torch) when one is present, the order is at least
-    GPU_FROM and ABSORB_FORMAL_GPU is not 0; else on the CPU. The same steps either way."""
-    found = _gpu(work)
-    if found is not None:
-        return det_floats(found[0], p, found[1])
-    return det_floats(work, p)
-
-
-def functional_auto(work: np.ndarray, p: int) -> tuple[list[int], int] | None:
-    """functional_floats, on a CUDA device when one is present (as `det_auto`), else on the
-    CPU."""
-    found = _gpu(work)
-    if found is not None:
-        return functional_floats(found[0], p, found[1])
-    return functional_floats(work, p)
-
-
-def on_grid(y: list[int], rows: int, cols: int) -> np.ndarray:
-    """y, the first len(y) coordinates of a rows × cols grid taken row by row, as that grid
-    (float64; 0 on the coordinates after them)."""
-    out = np.zeros(rows * cols)
-    out[:len(y)] = y
-    return out.reshape(rows, cols)
-
-
-def functional_values(grid: np.ndarray, left: np.ndarray, right: np.ndarray, p: int
-                      ) -> np.ndarray:
-    """⟨Y, d_i u_iᵀ⟩ = d_iᵀ·Y·u_i mod p for every i (int64 in [0, p)), Y = grid (integers in
-    [0, p) on rows × cols), left = D's grid rows mod p (rows × m), right = U's grid columns mod
-    p (m × cols): W = Y·rightᵀ (exact, `product_mod`), then Σ_a left[a, i]·W[a, i], each
-    product below p² and the sum of len(rows) of them below 2^53 (raised on)."""
-    _product_bound(grid.shape[0], p)
-    if not (usable(p) and (grid >= 0).all() and (grid < p).all()
-            and (np.rint(grid) == grid).all()):
-        raise ValueError(f"Y must hold integers in [0, {p})")
-    w = product_mod(grid, (np.asarray(right, dtype=np.int64) % p).T.astype(np.float64), p)
-    w *= (np.asarray(left, dtype=np.int64) % p).astype(np.float64)
-    total = w.sum(axis=0)
-    total -= np.floor(total * (1.0 / p)) * p
-    total = total.astype(np.int64) % p  # exact: integers below 2^53
-    return total

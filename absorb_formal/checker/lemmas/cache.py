@@ -12,9 +12,9 @@ included), of sympy's and mpmath's version files and of the Python version: once
 checker's code changes, or the libraries its proofs ran on, the entries have other names and
 the old ones are simply not found. An entry holds the call, the value and an HMAC-SHA256 of
 code, call and value under the user's secret (`checker/kernel/cachedir.py`); it is used
-only when all of them match and the value has the type the call returns. Anything else —
-a truncated, edited or foreign file, one signed under another key, a folder that cannot be read — is
-ignored: the lemma is proved again and its entry written anew.
+only when all of them match and the value has the type the call returns. Anything else — a
+truncated, edited or foreign file, one signed under another key, a folder that cannot be
+read — is ignored: the lemma is proved again and its entry written anew.
 
 Trust: an entry is believed only when it carries an HMAC under the user's secret, which
 lives outside the cache folder in a file private to the user (`checker/kernel/cachedir.py`);

@@ -16,9 +16,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..kernel.contract import FORMAT
 from .source import SourceError, activation_json, read_activation
 
-FORMAT = "absorb_formal certificate 2"
 # Every field of a document; `verdict`, `method` and `reason` are the prover's prose.
 DOCUMENT_FIELDS = frozenset({"format", "spec", "files", "line", "statement", "claim", "blocks",
                              "outcome", "verdict", "method", "reason", "certificate"})

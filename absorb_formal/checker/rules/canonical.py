@@ -1,4 +1,7 @@
-"""The checker's canonical forms (docs/rules.md §4), computed from the embedded weights."""
+"""The checker's canonical forms (docs/rules.md, "Canonical forms and keys", §4), computed from
+the embedded weights, and the witnesses checked by comparing forms: `same_forms` serves
+`canonical forms equal` (rules/width.py), `linear maps equal` (rules/linear.py) and the
+layer-by-layer forms of stacks (rules/concrete.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,9 @@ from typing import Any
 
 from ..kernel import linalg as exact
 from ..kernel import symbolic
+from ..kernel.contract import Invalid, require
 from ..kernel.linalg import Rows, Vec
+from ..lemmas import values
 
 
 def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
@@ -48,7 +53,7 @@ def form(family: tuple[str, Fraction, Fraction | None], dim: int, skip: Rows,
                 else:  # σ(β) not rational (silu, gelu): kept formally, as the key u = 0
                     for r in range(dim):
                         constant[r] = symbolic.add(constant[r],
-                                                   symbolic.atom(activation["kind"], betas[i]),
+                                                   values.atom(activation["kind"], betas[i]),
                                                    d[r])
             continue
         lead = next(x for x in u if x != 0)
@@ -81,7 +86,7 @@ def _rational(gamma: list[Fraction], constant: list[symbolic.Poly]) -> Vec:
     for g, c in zip(gamma, constant, strict=True):
         value = symbolic.as_rational(c)
         if value is None:
-            raise symbolic.Invalid(f"the output bias {symbolic.text(c)} has terms other than "
+            raise Invalid(f"the output bias {symbolic.text(c)} has terms other than "
                                    "σ(β) of the block's own σ")
         out.append(g + value)
     return tuple(out)
@@ -101,7 +106,7 @@ def constant(found: tuple[Rows, dict[Vec, Vec], Vec | None],
     out = [symbolic.rational(g) for g in gamma]
     for key, v in constant_keys(keys, dim).items():
         for r in range(dim):
-            out[r] = symbolic.add(out[r], symbolic.atom(activation["kind"], key[dim]), v[r])
+            out[r] = symbolic.add(out[r], values.atom(activation["kind"], key[dim]), v[r])
     return out
 
 
@@ -149,3 +154,24 @@ def as_json(family: tuple[str, Fraction, Fraction | None], lam: Rows,
             entry["beta"] = str(u[dim])
         out["gamma"] = [str(x) for x in gamma]
     return out
+
+
+def family(block: dict[str, Any]) -> tuple[str, Fraction, Fraction | None]:
+    """The block's σ as O(a)+N or linear (`family_of`), or Invalid."""
+    found = family_of(block["activation"])
+    require(found is not None, f"{block['activation']['name']} is neither O(a)+N nor linear "
+                               "(lemmas not re-proved)")
+    assert found is not None
+    return found
+
+
+def same_forms(block: dict[str, Any], layers: list[dict[str, Any]], single: bool) -> None:
+    """Each witness layer has the canonical form of the block's layer (with the block's S);
+    `single`: the block has depth 1."""
+    require(not single or block["depth"] == 1, "canonical forms decide depth 1 only")
+    found = family(block)
+    d, biased, act = block["dim"], bool(block.get("bias")), block["activation"]
+    for mine, theirs in zip(block["layers"], layers, strict=True):
+        want = form(found, d, exact.skip_rows(block), mine, biased, act)
+        got = form(found, d, exact.zeros(d, d), theirs, biased, act)
+        require(want == got, "the witness's canonical form differs from the block's")

@@ -27,16 +27,14 @@ from typing import Any
 import numpy as np
 
 from ..kernel import modlu
+from ..kernel.contract import Check, require
 from ..kernel.linalg import q, whole
 from .modular import Layers
-from .spare import require  # raises spare.Invalid: a construction witness that does not hold
-
-CHECK = "own neurons + doubles"
 
 
 def check(block: dict[str, Any], width: int, cert: dict[str, Any],
           family: tuple[str, Fraction, Fraction | None], layers: Layers) -> None:
-    require(cert["check"] == CHECK, "not the doubles construction")
+    require(cert["check"] == Check.DOUBLES, "not the doubles construction")
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
     kind, a, _ = family
     require(kind in ("relu", "analytic") and a != 0, "doubles need O(a) with a != 0")

@@ -10,25 +10,17 @@ needs every neuron alive and alone on its key (only-if of §8.2) and no J solvin
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 from ..kernel import linalg as exact
+from ..kernel.contract import require
 from ..kernel.linalg import Rows, Vec, q, whole
 from ..lemmas import relied as lemmas
+from . import subset
 
 SECTION = "§8.2"
-CHECK = "§8.2 flip identity"
 
-
-class Invalid(Exception):
-    """The §8.2 certificate does not establish its outcome."""
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
 
 
 def rule(act: dict[str, Any]) -> tuple[str, Fraction, bool]:
@@ -154,8 +146,9 @@ def alive_and_alone(block: dict[str, Any], scaled: bool) -> None:
         seen.add(key)
 
 
-def refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
-               subset_refutation: Callable[[list[Rows], Rows, dict[str, Any]], None]) -> None:
+def refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    """A §8.2 flip-set refutation (a separating functional or subset search of the flip
+    system, whose terms and target are derived here): not absorbable at `width` ≤ m."""
     name, value, scaled = _common(block, cert)
     # at the own width m, hence at every w ≤ m (a witness at w is one at m, zero neurons
     # added); the stored width is m whatever w the claim asks
@@ -163,4 +156,4 @@ def refutation(block: dict[str, Any], width: int, cert: dict[str, Any],
                                                           "and narrower ones only")
     alive_and_alone(block, scaled)
     terms, target = system(block, name, value)
-    subset_refutation(terms, target, cert)
+    subset.refutation(terms, target, cert)

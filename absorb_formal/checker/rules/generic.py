@@ -6,7 +6,8 @@ coordinate k: up `u{l}_{j}_{k}`, gate `g{l}_{j}_{k}`, down row r: `d{l}_{r}_{j}`
 block's comparator (docs/rules.md §8.4) also has up_bias `b{l}_{j}`, gate_bias `h{l}_{j}`, down_bias
 `c{l}_{r}`. Order per layer: gate, gate_bias, up, up_bias, down, down_bias.
 
-Every field of a generic certificate is checked or absent. A stored SMT-LIB text must be,
+Every field of a generic certificate is checked or absent (its fields: the registry,
+checker/dispatch.py). A stored SMT-LIB text must be,
 byte for byte, the checker's own encoding of the claim (so it also ties the points, the
 equations or the witness it was built from), and the checker solves its own text.
 
@@ -27,6 +28,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ..kernel import linalg as exact
+from ..kernel.contract import Invalid, Kind, require
 from ..lemmas import relied as lemmas
 from ..lemmas import smt
 
@@ -135,6 +137,8 @@ def value(entry: Any) -> sp.Expr:
 
     if isinstance(entry, str):
         return sp.Rational(entry)
+    require(isinstance(entry, dict) and set(entry) == {"root_of", "index"},
+            "an algebraic witness entry has exactly the fields root_of and index")
     t = sp.Symbol("t")
     coefficients = [sp.Integer(exact.whole(c)) for c in entry["root_of"]]
     poly = sp.Poly(sum((c * t**i for i, c in enumerate(coefficients)), sp.Integer(0)), t)
@@ -191,20 +195,6 @@ def polynomial(terms: list[list[Any]], symbols: list[sp.Symbol]) -> sp.Expr:
     return sp.expand(out)
 
 
-class Invalid(Exception):
-    pass
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
-
-
-def _fields(cert: dict[str, Any], *keys: str) -> None:
-    """Exactly these fields: one the checker does not check must not be there at all."""
-    require(set(cert) == set(keys), f"a {cert.get('kind')!r} certificate has exactly the fields "
-            f"{', '.join(sorted(keys))}; this one has {', '.join(sorted(map(str, cert)))}")
-
 
 # ---- notes for the verdict's reason (a certificate resting on one solver says so) ----------
 
@@ -256,14 +246,11 @@ def infeasible(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     stored = [polynomial(f, symbols) for f in cert["equations"]]
     require(len(stored) == len(own) and set(stored) == own,
             "the stored equations are not exactly the coefficients of P - B")
-    common = ("kind", "width", "unknowns", "equations", "argument")
-    if cert["kind"] == "real infeasibility":
-        _fields(cert, *common, "smtlib")
+    if cert["kind"] == Kind.REAL_INFEASIBILITY:
         text = equations_smtlib(stored, symbols)
         _stored_text(cert, text, "these equations")
         _refuted(text, "the equations")
     elif cert["method"] == "cofactors":
-        _fields(cert, *common, "method", "cofactors")
         hs = [polynomial(h, symbols) for h in cert["cofactors"]]
         require(len(hs) == len(stored), "one cofactor per equation")
         total = sp.expand(sp.Add(*(h * f for h, f in zip(hs, stored, strict=True))))
@@ -272,7 +259,6 @@ def infeasible(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
         # The reduced Gröbner basis is [1] in every monomial order (the ideal is the unit
         # ideal), so the certificate names no order.
         require(cert["method"] == "groebner basis", f"unknown method {cert['method']!r}")
-        _fields(cert, *common, "method")
         basis = sp.groebner(sorted(own, key=sp.srepr), *symbols, order="grevlex")
         require(list(basis.exprs) == [1], "the Groebner basis is not [1]")
 
@@ -417,7 +403,6 @@ def difference_smtlib(block: dict[str, Any], witness: list[dict[str, Any]]) -> s
 
 def no_difference(block: dict[str, Any], cert: dict[str, Any]) -> None:
     """No x with P(x) != B(x), solved from the checker's own encoding."""
-    _fields(cert, "kind", "width", "layers", "check", "smtlib")
     text = difference_smtlib(block, cert["layers"])
     _stored_text(cert, text, "the block and this witness")
     _refuted(text, "a point where the witness differs from B")
@@ -425,10 +410,25 @@ def no_difference(block: dict[str, Any], cert: dict[str, Any]) -> None:
 
 def point_set(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
     """No plain block of width `width` matches B at the stored points (own encoding)."""
-    _fields(cert, "kind", "width", "points", "smtlib", "argument")
     points = [exact.vec(p) for p in cert["points"]]
     require(bool(points) and all(len(p) == block["dim"] for p in points),
             "points must be a non-empty list of vectors of the block's dimension")
     text = point_set_smtlib(block, width, points)
     _stored_text(cert, text, "the block, the width and these points")
     _refuted(text, "matching B at these points")
+
+
+def refutation(block: dict[str, Any], width: int, cert: dict[str, Any]) -> None:
+    """A `finite point set`, `Nullstellensatz` or `real infeasibility` at a width at least
+    `width`: no plain block of that width equals B, hence none narrower (zero neurons)."""
+    stated = exact.whole(cert["width"])
+    require(stated >= width, "the refutation is for a smaller width")
+    if cert["kind"] == Kind.FINITE_POINT_SET:
+        point_set(block, stated, cert)
+    else:
+        infeasible(block, stated, cert)
+
+
+def polynomial_witness(block: dict[str, Any], layers: list[dict[str, Any]]) -> None:
+    """`polynomial identity`: P − B is the zero polynomial."""
+    require(identity(block, layers), "P - B is not the zero polynomial")

@@ -29,7 +29,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..kernel import modlu
+from ..kernel import modlu, systems
+from ..kernel.contract import require
 from ..kernel.linalg import whole
 
 
@@ -56,18 +57,6 @@ class ExactMatrix(Protocol):
 Layers = list[dict[str, ExactMatrix]]  # per layer: "up", "down" (and "gate")
 
 
-class Invalid(Exception):
-    """The modular-functional certificate does not hold for these weights."""
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
-
-
-def _is_prime(p: int) -> bool:
-    return modlu.is_prime(p)  # trial division: p < 2^31
-
 
 def _residue(value: Fraction, p: int) -> int:
     require(value.denominator % p != 0, f"a denominator is divisible by {p}")
@@ -80,10 +69,10 @@ def check(skip: Callable[[int, int], Fraction], width: int, layers: Layers,
     ⟨Y, S⟩ ≢ 0 mod q — at width m no identity S + Σ c_i d_i u_iᵀ = 0 with c_i ∈ {0, ±2a}
     (`slope` = a) holds (docs/rules.md §4 generic case). `skip(r, c)`: S's entry."""
     require(cert.get("rule") == "§4 generic case", "the modular functional is §4's generic case")
-    up, down = _depth_one(layers)
+    up, down = depth_one(layers)
     m, d = up.shape
     require(width == m, "the generic-case argument decides the block's own width only")
-    p = _prime(cert)
+    p = key_prime(cert)
     distinct, live = key_classes(up, down, p)
     require(distinct, f"two rows of U share a key mod {p} (or a row is 0)")
     require(live == m, "a column of D is 0: not every neuron is alive (no generic case)")
@@ -100,7 +89,7 @@ def check(skip: Callable[[int, int], Fraction], width: int, layers: Layers,
     y = [whole(v) for v in cert["Y"]]
     require(len(y) == m + 1 and all(0 <= v < q for v in y),
             f"Y must give m+1 residues in [0, {q})")
-    values = modlu.functional_values(modlu.on_grid(y, len(rows), len(cols)),
+    values = systems.functional_values(systems.on_grid(y, len(rows), len(cols)),
                                      down.residue_block(q, rows, None),
                                      up.residue_block(q, None, cols), q)
     require(not values.any(), f"Y is not orthogonal to d_i u_i^T mod {q} for every i")
@@ -112,15 +101,16 @@ def check(skip: Callable[[int, int], Fraction], width: int, layers: Layers,
 def check_key_count(width: int, layers: Layers, cert: dict[str, Any]) -> None:
     """docs/rules.md §4 "p + |Δ| + 2k ≤ m′": each live key needs a neuron of the plain block. The
     live keys counted: residue-key classes of one row whose column of D is non-zero."""
-    up, down = _depth_one(layers)
-    p = _prime(cert)
+    up, down = depth_one(layers)
+    p = key_prime(cert)
     _, live = key_classes(up, down, p)
     require(whole(cert["keys"]) == live, f"the stored key count is wrong ({live} mod {p})")
     require(whole(cert["width"]) == width, "the certificate is for another width")
     require(width < live, f"{live} live keys fit in width {width}")
 
 
-def _depth_one(layers: Layers) -> tuple[ExactMatrix, ExactMatrix]:
+def depth_one(layers: Layers) -> tuple[ExactMatrix, ExactMatrix]:
+    """(U, D) of a depth-1 ungated block's weights, D d × m."""
     require(len(layers) == 1 and "gate" not in layers[0], "depth-1 ungated blocks only")
     up, down = layers[0]["up"], layers[0]["down"]
     m, d = up.shape
@@ -128,11 +118,12 @@ def _depth_one(layers: Layers) -> tuple[ExactMatrix, ExactMatrix]:
     return up, down
 
 
-def _prime(cert: dict[str, Any]) -> int:
+def key_prime(cert: dict[str, Any]) -> int:
+    """The residue keys' prime the certificate names: an odd prime below 2^31."""
     stored = cert["prime"]  # an integer in the document: int() would pass 67108859.5 or "7"
     require(type(stored) is int, f"the prime is not an integer: {stored!r}")
     p = int(stored)
-    require(2 < p < 2**31 and _is_prime(p), f"{p} is not an odd prime below 2^31")
+    require(2 < p < 2**31 and modlu.is_prime(p), f"{p} is not an odd prime below 2^31")
     return p
 
 

@@ -34,26 +34,14 @@ from fractions import Fraction
 from typing import Any
 
 from ..kernel import symbolic
+from ..kernel.contract import Check, Invalid, require
 from ..kernel.linalg import q, skip_rows, whole
-
-CHECK = "own neurons + spare pairs"
-LINEAR = "own neurons + linear neurons"
-QUADRUPLES = "own neurons + square quadruples"
-SQUARE_PAIRS = "own neurons + square pairs"
-
-
-class Invalid(Exception):
-    """The spare-pair witness does not hold."""
-
-
-def require(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Invalid(reason)
+from ..lemmas import values
 
 
 def check(block: dict[str, Any], width: int, cert: dict[str, Any],
           family: tuple[str, Fraction, Fraction | None]) -> None:
-    require(cert["check"] == CHECK, "not the spare-pair construction")
+    require(cert["check"] == Check.SPARE_PAIRS, "not the spare-pair construction")
     require(block["depth"] == 1 and not block["activation"]["gated"], "depth-1 ungated only")
     kind, a, _ = family
     require(kind in ("relu", "analytic") and a != 0, "spare pairs need O(a) with a != 0")
@@ -71,7 +59,7 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
 
     from ..lemmas.proofs import Z, formula
 
-    require(cert["check"] == LINEAR, "not the linear-neuron construction")
+    require(cert["check"] == Check.LINEAR_NEURONS, "not the linear-neuron construction")
     require(block["depth"] == 1 and block["activation"]["gated"],
             "linear neurons need a depth-1 gated block")
     gamma, stored = q(cert["gamma"]), symbolic.parse(cert["sigma_gamma"])
@@ -83,9 +71,9 @@ def check_linear(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
         value = Fraction(int(at.p), int(at.q))
         want = symbolic.rational(value)
     else:  # σ irrational at γ (swiglu, geglu: silu(1), gelu(1)): the atom σ(γ) itself
-        want = symbolic.atom(block["activation"]["kind"], gamma)
+        want = values.atom(block["activation"]["kind"], gamma)
     require(stored == want, f"σ({gamma}) is not {cert['sigma_gamma']}")
-    require(symbolic.sign(want) not in (0, None), f"σ({gamma}) != 0 is not proved")
+    require(values.sign(want) not in (0, None), f"σ({gamma}) != 0 is not proved")
     columns = _factorisation(block, cert)
     size = whole(cert["width"])
     require(size == int(block["width"]) + len(columns), "the width is not m + #columns")
@@ -96,7 +84,7 @@ def check_square(block: dict[str, Any], width: int, cert: dict[str, Any]) -> Non
     """The square-quadruple witness of a biased relu² or square block."""
     from ..lemmas.relied import holds
 
-    require(cert["check"] == QUADRUPLES, "not the square-quadruple construction")
+    require(cert["check"] == Check.SQUARE_QUADRUPLES, "not the square-quadruple construction")
     require(block["depth"] == 1 and not block["activation"]["gated"] and bool(block.get("bias")),
             "square quadruples need a depth-1 ungated block with biases (offsets ±1)")
     v = q(cert["v"])
@@ -113,7 +101,7 @@ def check_square_pairs(block: dict[str, Any], width: int, cert: dict[str, Any]) 
 
     from ..lemmas.proofs import Z, formula
 
-    require(cert["check"] == SQUARE_PAIRS, "not the square-pair construction")
+    require(cert["check"] == Check.SQUARE_PAIRS, "not the square-pair construction")
     require(block["depth"] == 1 and not block["activation"]["gated"] and bool(block.get("bias")),
             "square pairs need a depth-1 ungated block with biases (offset t)")
     sigma = formula(block["activation"])

@@ -18,12 +18,12 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from ..kernel.contract import Invalid, require
+from ..kernel.integers import integers
 from ..kernel.linalg import q, skip_rows, vec
 from . import ray_limit
-from .ray_limit import Invalid, require
 from .truths import NEVER
 
-KIND = "normalised sublayer"
 PROJECTED, BARE = "projected block", "bare block"
 
 
@@ -55,7 +55,7 @@ class Projected:
 
     def _means(self) -> list[Fraction]:
         if self._sums is None:
-            ints, den = ray_limit.integers(self.base)
+            ints, den = integers(self.base)
             self._sums = [Fraction(int(v), den) for v in ints.sum(axis=0)]
         return [s / self.shape[0] for s in self._sums]
 
@@ -87,7 +87,7 @@ class Projected:
         return [int(v) for v in picked]
 
     def nonzero(self) -> Any:
-        ints, den = ray_limit.integers(self.base)
+        ints, den = integers(self.base)
         d = self.shape[0]
         return ((ints * d - ints.sum(axis=0)) != 0).astype(bool)  # d·M − 1·(1ᵀM), exactly
 
@@ -118,48 +118,62 @@ def reduced(block: dict[str, Any]) -> dict[str, Any]:
     return {**bare, "skip": skip, "layers": layers}
 
 
-def verify(doc: dict[str, Any], weights: dict[str, Any],
-           verify_reduced: Callable[[dict[str, Any], dict[str, Any]], Any]) -> str:
-    """Check a document about a block with a norm clause; returns a note ("" for none), or
-    the reduced document's verdict through `verify_reduced`."""
-    claim, cert = doc["claim"], doc["certificate"]
-    proved = doc["outcome"] == "proved"
-    require(claim["kind"] != "equals", "'equals' on blocks with a norm clause is not decided")
+def reduce(doc: dict[str, Any], weights: dict[str, Any], cert: dict[str, Any],
+           verify_reduced: Callable[[dict[str, Any], dict[str, Any]], Any]) -> Any:
+    """A `normalised sublayer` (post-norm, Lemma P): the reduced block's document, with the
+    inner certificate, verified by `verify_reduced` (its verdict is returned)."""
+    claim = doc["claim"]
     name = claim["block"]
     block = doc["blocks"][name]
-    require("norm" in block, "only the claim's block may carry a norm clause")
-    kind = cert.get("kind")
-    if kind == KIND:
-        require(set(cert) == {"kind", "reduction", "certificate"},
-                "normalised sublayer fields: kind, reduction, certificate")
-        require(cert["reduction"] == reduction(block),
-                f"the reduction is the {reduction(block)}, not {cert['reduction']!r}")
-        require(claim["kind"] in ("absorbable", "min_width")
-                or (claim["kind"] == "family" and cert["reduction"] == BARE),
-                "a reduced sublayer answers absorbable and min width claims (and family "
-                "claims when it is the bare block)")
-        inner = cert["certificate"]
-        require(isinstance(inner, dict), "the reduced block's certificate is not an object")
-        small = reduced(block)
-        if name in weights and cert["reduction"] == PROJECTED:
-            weights = {**weights, name: reduced_weights(weights[name])}
-        return verify_reduced({**doc, "blocks": {name: small}, "certificate": inner}, weights)
+    require(cert["reduction"] == reduction(block),
+            f"the reduction is the {reduction(block)}, not {cert['reduction']!r}")
+    require(claim["kind"] in ("absorbable", "min_width")
+            or (claim["kind"] == "family" and cert["reduction"] == BARE),
+            "a reduced sublayer answers absorbable and min width claims (and family "
+            "claims when it is the bare block)")
+    inner = cert["certificate"]
+    require(isinstance(inner, dict), "the reduced block's certificate is not an object")
+    small = reduced(block)
+    if name in weights and cert["reduction"] == PROJECTED:
+        weights = {**weights, name: reduced_weights(weights[name])}
+    return verify_reduced({**doc, "blocks": {name: small}, "certificate": inner}, weights)
+
+
+def ray(doc: dict[str, Any], weights: dict[str, Any], cert: dict[str, Any]) -> str:
+    """A `ray limit` (pre-norm, sandwich): never absorbable; the claim's answer follows. A note
+    ("" for none) when keeping the norm does not help either."""
+    _decided(doc)
+    name = doc["claim"]["block"]
+    block = doc["blocks"][name]
+    layer = (block["layers"][0] if isinstance(block["layers"], list)
+             else (weights.get(name) or [None])[0])
+    require(layer is not None, "the block's weights are not embedded: the checker reads "
+                               "them from the files the certificate names (absorb-prove "
+                               "check)")
+    ray_limit.check(block, layer, cert)
+    _never(doc)
+    if ray_limit.keeps_norm_refuted(block, vec(cert["x0"])):
+        return "keeping the norm does not help either: S x0 ≠ 0"
+    return ""
+
+
+def gated(doc: dict[str, Any], cert: dict[str, Any]) -> str:
+    """A `gated pre-norm jacobian`: never absorbable; the claim's answer follows."""
+    _decided(doc)
+    ray_limit.check_gated(doc["blocks"][doc["claim"]["block"]], cert)
+    _never(doc)
+    return ""
+
+
+def _decided(doc: dict[str, Any]) -> None:
     require(doc["outcome"] in ("proved", "refuted"), "a never-proof decides its claim")
-    note = ""
-    if kind == ray_limit.KIND:
-        layer = (block["layers"][0] if isinstance(block["layers"], list)
-                 else (weights.get(name) or [None])[0])
-        require(layer is not None, "the block's weights are not embedded: the checker reads "
-                                   "them from the files the certificate names (absorb-prove "
-                                   "check)")
-        ray_limit.check(block, layer, cert)
-        if ray_limit.keeps_norm_refuted(block, vec(cert["x0"])):
-            note = "keeping the norm does not help either: S x0 ≠ 0"
-    elif kind == ray_limit.GATED_KIND:
-        ray_limit.check_gated(block, cert)
-    else:
-        raise Invalid(f"a {kind!r} certificate does not decide a normalised sublayer")
-    # A never-proof: no plain stack of any width or depth equals the sublayer.
+
+
+def _never(doc: dict[str, Any]) -> None:
+    """A never-proof: no plain stack of any width or depth equals the sublayer, so the claim's
+    outcome must be the one that follows."""
+    claim = doc["claim"]
+    proved = doc["outcome"] == "proved"
     if claim["kind"] == "family":
         truth = NEVER[claim["modality"]]
         require(truth == proved, f"the certificate shows '{claim['modality']}' is {truth}")
@@ -171,4 +185,3 @@ def verify(doc: dict[str, Any], weights: dict[str, Any],
                 "the certificate shows min width none")
     else:
         raise Invalid(f"unknown claim kind {claim['kind']!r}")
-    return note

@@ -10,7 +10,7 @@ bias. Nothing else is needed: the witness does not depend on keys.
 
 Refutation. With the m rows of U on distinct residue keys (`modular.key_classes`), the block
 is absorbable at width m iff some 0/1 vector c solves Σ_i c_i d_i u_iᵀ = −S/(2a).
-`modlu.projected_system` builds that system seen through m rank-one functionals drawn from
+`systems.projected_system` builds that system seen through m rank-one functionals drawn from
 seed 0, and `modlu.solve_floats` solves it mod q. Invertible mod q ⇒ at most one rational
 solution, and it reduces to the solution mod q (q divides none of its denominators). So a
 value ∉ {0, 1} mod q refutes; a 0/1 solution mod q leaves one candidate J, refuted by the
@@ -25,22 +25,21 @@ from typing import Any
 
 import numpy as np
 
-from ..kernel import modlu
+from ..kernel import modlu, systems
+from ..kernel.contract import Check, require
 from ..kernel.linalg import ZERO
-from .modular import Layers, _depth_one, _prime, affine_keys_distinct, key_classes, require
+from .modular import Layers, affine_keys_distinct, depth_one, key_classes, key_prime
 
-CHECK = "own neurons, rows of J negated"
-KIND = "unique subset solution"
 MAX_PRIMES = 4  # a system singular mod four primes near 2^21 is taken as singular
 SEED = 0  # the functionals' seed (fixed: any seed making A invertible gives one solution)
 
 
 def check_witness(skip: list[list[Fraction]], width: int, layers: Layers, cert: dict[str, Any],
                   a: Fraction) -> None:
-    require(cert["check"] == CHECK, "not the flip witness")
+    require(cert["check"] == Check.ROWS_NEGATED, "not the flip witness")
     require(a != 0 and isinstance(cert["a"], str) and Fraction(cert["a"]) == a,
             f"the stored a is not the re-proved a = {a}")
-    up, down = _depth_one(layers)
+    up, down = depth_one(layers)
     m, d = up.shape
     require(_whole(cert["width"], "width") == m and m <= width,
             f"the witness has width {m}, at most {width} and the block's own")
@@ -53,13 +52,13 @@ def check_refutation(skip: list[list[Fraction]], width: int, layers: Layers,
                      cert: dict[str, Any], a: Fraction) -> None:
     require(cert.get("rule") == "§4 generic case", "the unique solution is §4's generic case")
     require(a != 0, "the generic case needs a != 0")
-    up, down = _depth_one(layers)
+    up, down = depth_one(layers)
     m = up.shape[0]
     require(width == m, "the generic-case argument decides the block's own width only")
-    p = _prime(cert)
+    p = key_prime(cert)
     distinct, _ = key_classes(up, down, p)
     require(distinct, f"two rows of U share a key mod {p} (or a row is 0)")
-    _conclusion(cert, m, lambda q: modlu.projected_system(
+    _conclusion(cert, m, lambda q: systems.projected_system(
         down.residue_matrix(q), up.residue_matrix(q), _target(skip, a, q), SEED, q),
         lambda flips: _failure(skip, up, down, flips, a))
 
@@ -227,7 +226,7 @@ def check_flip_witness(block: dict[str, Any], skip: list[list[Fraction]], width:
                        rule: tuple[str, Fraction, bool]) -> None:
     """A §8.2 witness by its flips: J's quadratic part is 0 and its linear part S, exactly
     (then the flipped block of §8.2's row equals B: docs/rules.md §8.2)."""
-    require(cert["check"] == CHECK, "not the flip witness")
+    require(cert["check"] == Check.ROWS_NEGATED, "not the flip witness")
     n = _flip_common(block, layers, cert, rule)
     require(_whole(cert["width"], "width") == n.m and n.m <= width,
             f"the witness has width {n.m}, at most {width} and the block's own")
@@ -245,7 +244,7 @@ def check_flip_refutation(block: dict[str, Any], skip: list[list[Fraction]], wid
     n = _flip_common(block, layers, cert, rule)
     require(width <= n.m == _whole(cert["width"], "width"),
             "§8.2 refutes the own width (stored) and narrower ones only")
-    _alone(n, _prime(cert))
+    _alone(n, key_prime(cert))
     _conclusion(cert, n.m, lambda q: _flip_system(skip, n, rule, q),
                 lambda flips: _flip_failure(skip, n, rule, flips))
 
@@ -259,7 +258,7 @@ def check_flip_key_count(block: dict[str, Any], width: int, layers: Layers,
     require(_whole(cert["keys"], "keys") == n.m, f"the block has {n.m} keys, not {cert['keys']}")
     require(_whole(cert["width"], "width") == width < n.m,
             f"the key count refutes widths below {n.m} only")
-    _alone(n, _prime(cert))
+    _alone(n, key_prime(cert))
 
 
 def _alone(n: _Neurons, p: int) -> None:
@@ -279,20 +278,20 @@ def _alone(n: _Neurons, p: int) -> None:
 def _flip_system(skip: list[list[Fraction]], n: _Neurons, rule: tuple[str, Fraction, bool],
                  q: int) -> np.ndarray:
     """[A | b] mod q from this checker's reading: Og(c) §4's system with a = c; relu² and
-    gated `modlu.projected_flip_system` with λ, μ = 2β, 0 (g = u) or 2aγ, 2aβ, T = −S."""
+    gated `systems.projected_flip_system` with λ, μ = 2β, 0 (g = u) or 2aγ, 2aβ, T = −S."""
     name, value, _ = rule
     down, up = n.down.residue_matrix(q), n.up.residue_matrix(q)
     if name == "Og(c)":
-        return modlu.projected_system(down, up, _target(skip, value, q), SEED, q)
+        return systems.projected_system(down, up, _target(skip, value, q), SEED, q)
     target = _target(skip, Fraction(1, 2), q)  # −S/(2·½) = −S
     beta = np.array([_residue(b, q) for b in n.beta], dtype=np.int64)
     if n.gate is None:
-        return modlu.projected_flip_system(down, up, up, 2 * beta % q, np.zeros_like(beta),
-                                           target, SEED, q)
+        return systems.projected_flip_system(down, up, up, 2 * beta % q, np.zeros_like(beta),
+                                             target, SEED, q)
     gamma = np.array([_residue(g, q) for g in n.gamma], dtype=np.int64)
     scale = _residue(2 * value, q)
-    return modlu.projected_flip_system(down, up, n.gate.residue_matrix(q), scale * gamma % q,
-                                       scale * beta % q, target, SEED, q)
+    return systems.projected_flip_system(down, up, n.gate.residue_matrix(q),
+                                         scale * gamma % q, scale * beta % q, target, SEED, q)
 
 
 def _flip_failure(skip: list[list[Fraction]], n: _Neurons, rule: tuple[str, Fraction, bool],
