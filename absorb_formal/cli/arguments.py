@@ -67,3 +67,24 @@ def size(text: str) -> int:
         return parse_size(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_workers(parser: argparse.ArgumentParser, tasks: str, where: str) -> None:
+    """-j N, --cluster ADDRESS, --no-cluster and --memory SIZE: how many `tasks` (sublayers,
+    files) are decided at once and where (`scanner/cluster.py`), and the exact LU's memory;
+    `where`: what a cluster's workers must see at the same path."""
+    parser.add_argument("-j", "--jobs", type=count(1), default=1, metavar="N",
+                        help=f"decide N {tasks} at once (default 1; output order is unchanged): "
+                             "on a Dask LocalCluster of N worker processes (local:N) when the "
+                             "dask extra is installed, else in N processes")
+    parser.add_argument("--cluster", metavar="ADDRESS",
+                        help=f"decide the {tasks} on a Dask cluster (the dask extra): "
+                             f"tcp://HOST:PORT, a running scheduler whose workers see {where} "
+                             "at the same path, or local:N, N worker processes on this "
+                             f"machine; one task per {tasks.rstrip('s')}")
+    parser.add_argument("--no-cluster", action="store_true",
+                        help="-j N: decide in N processes of a pool, even with dask installed")
+    parser.add_argument("--memory", type=size, metavar="SIZE",
+                        help="the most memory an exact LU may hold, e.g. 300MB, 4GB, "
+                             "1.5GiB (default: the memory available); a larger one runs "
+                             "out of core, from a file (docs/rules.md, modular functional)")

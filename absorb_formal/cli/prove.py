@@ -7,7 +7,7 @@ is called for every first word that names no other command (`check`, `scan`, `ex
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,7 +16,7 @@ from ..api import DEFAULT_TIMEOUT, prove_report
 from ..decide.dispatch import ENGINES
 from ..language import SpecError
 from ..model import memory
-from ..model.blocks import Claim
+from ..model.blocks import Claim, Spec
 from ..numeric.attach import Options
 from ..numeric.backends import BackendError, backend
 from ..numeric.crosscheck import DEFAULT_POINTS, MIN_POINTS, WORK
@@ -31,7 +31,7 @@ from ..report import (
     expectation_summary,
     summary,
 )
-from .arguments import count, parse, seconds, size
+from .arguments import add_workers, count, parse, seconds
 from .export import HELP as EXPORT_HELP
 
 DESCRIPTION = """\
@@ -40,7 +40,8 @@ x -> S x + MLP(x) be rewritten as a plain MLP without the skip connection?
 
 PATH is a spec file, or a folder searched recursively for *.mlp files.
 
-  absorb-prove [--json] [--expect] [--certificates DIR [--update]] PATH...
+  absorb-prove [--json] [--expect] [--certificates DIR [--update]]
+               [-j N | --cluster ADDRESS] PATH...
   absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
   absorb-prove scan CHECKPOINT [--json] [--write-spec FILE] [--certificates DIR]
                [--export DIR [--prefer width|accuracy] [--max-error REL]]
@@ -109,6 +110,17 @@ numeric checks:
   the exit code is 0 when every expectation is met, 1 when one is not, 2 for a
   spec error. This is how a corpus states claims that must be refuted.
 
+cluster (the dask extra: pip install 'absorb_formal[dask]'):
+  One task per spec file; a worker reads the spec and its loads itself, from the
+  same path. -j N > 1 decides on a Dask LocalCluster of N worker processes
+  (--no-cluster: a pool of N processes, as without dask); --cluster local:N does
+  the same, and --cluster tcp://HOST:PORT uses a running scheduler. Each spec is
+  read here first: a spec error is reported without a task, and the task
+  declares its largest block's estimate (exact LU of order m + 1, the weights)
+  as the MEMORY resource. A worker that dies or a task past its deadline (each
+  statement's --timeout plus reading time) makes that file's statements
+  unknown with the reason; the run goes on. The output is the same, in order.
+
 certificates:
   --certificates DIR writes one JSON document per claim to DIR/SPEC.LINE.json
   (SPEC relative to the folder given as PATH), deterministically: the same spec
@@ -160,12 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                         metavar="SECONDS",
                         help=f"time budget per claim (default {DEFAULT_TIMEOUT:g}; 0 = none); "
                              "a claim that runs out ends unknown")
-    parser.add_argument("-j", "--jobs", type=count(1), default=1, metavar="N",
-                        help="decide N files in parallel (output order is unchanged)")
-    parser.add_argument("--memory", type=size, metavar="SIZE",
-                        help="the most memory an exact LU may hold, e.g. 300MB, 4GB, "
-                             "1.5GiB (default: the memory available); a larger one runs "
-                             "out of core, from a file (docs/rules.md, modular functional)")
+    add_workers(parser, "files", "the specs")
     parser.add_argument("--no-timing", action="store_true",
                         help='JSON "seconds" as null, so output is byte-identical across runs')
     parser.add_argument("--version", action="version", version=f"absorb-prove {__version__}")
@@ -199,12 +206,26 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             print(f"absorb-prove: error: --certificates {args.certificates}: {problem}; "
                   "nothing was decided", file=stderr)
             return EXIT_ERROR
+    if args.cluster is not None and args.no_cluster:
+        print("absorb-prove: error: --cluster and --no-cluster contradict each other",
+              file=stderr)
+        return EXIT_ERROR
+    runner = None
+    if args.cluster is not None or (args.jobs > 1 and not args.no_cluster):
+        from ..scanner import cluster
+        from ..scanner.found import ScanError
+
+        try:
+            runner = cluster.chosen(args.jobs, args.cluster)
+        except ScanError as error:
+            print(f"absorb-prove: error: {error}", file=stderr)
+            return EXIT_ERROR
     shown_to = None if args.json else stderr  # progress bars: a terminal only, never --json
     options = Options(args.crosscheck, engine, args.fit, args.fit_restarts, shown_to)
     items = collect(args.paths, "*.mlp")
     targets: dict[Path, Path] = {}  # certificate file → the spec it certifies, in this run
     try:
-        for item, report in zip(items, _reports(items, args, options, stderr), strict=True):
+        for item, report in zip(items, _reports(items, args, options, runner, stderr), strict=True):
             if report is None:
                 assert isinstance(item, str)
                 reports.append(FileReport(item.split(": error: ")[0], error=item))
@@ -253,8 +274,14 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
-             options: Options, stderr: TextIO) -> Iterator[FileReport | None]:
-    """One report per item, in order; with -j N, files are decided by N worker processes."""
+             options: Options, runner: Any, stderr: TextIO) -> Iterator[FileReport | None]:
+    """One report per item, in order; with -j N, files are decided by N worker processes, and
+    on a Dask cluster (`runner`) one task per file."""
+    settings = (args.crosscheck, args.backend, args.device, args.fit, args.fit_restarts,
+                args.timeout, args.engine)
+    if runner is not None:
+        yield from _on_cluster(items, settings, runner, stderr)
+        return
     if args.jobs <= 1:
         for item in items:
             yield None if isinstance(item, str) else prove_file(
@@ -262,8 +289,6 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    settings = (args.crosscheck, args.backend, args.device, args.fit, args.fit_restarts,
-                args.timeout, args.engine)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = [None if isinstance(item, str) else
                    pool.submit(_prove_in_worker, item[0], item[1], settings) for item in items]
@@ -273,6 +298,54 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+
+
+def _on_cluster(items: list[tuple[Path, str, str] | str], settings: tuple[Any, ...],
+                runner: Any, stderr: TextIO, function: Callable[[Any], FileReport] | None = None
+                ) -> Iterator[FileReport | None]:
+    """The reports of `items` decided on the cluster `runner`, in order as they become ready.
+    Each spec is read here first, for its memory estimate (the largest block's exact LU and
+    weights) and its deadline; a spec error is reported without a task. A task that brings
+    no answer (a worker lost, its deadline passed) makes each statement of its file unknown,
+    with the reason. `function`: what a task runs on its job (default `_prove_job`)."""
+    from ..language import load_file
+    from ..scanner import cluster
+
+    ready: dict[int, FileReport | None] = {}
+    specs: dict[int, Spec] = {}
+    tasks = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            ready[i] = None
+            continue
+        path, shown, _ = item
+        try:
+            spec = specs[i] = load_file(path, shown)
+        except SpecError as error:
+            ready[i] = FileReport(shown, error=error)
+            continue
+        memory = max([cluster.memory_estimate(b.dim, b.width, b.activation.gated, b.biased)
+                      for b in spec.blocks.values() if b.is_concrete],
+                     default=cluster.BASE_BYTES)
+        tasks.append(cluster.Task(i, shown, (str(path.resolve()), shown, settings), memory,
+                                  cluster.time_limit(settings[5], len(spec.statements))))
+    following = 0
+    for answer in cluster.decide(tasks, function or _prove_job, runner,
+                                 lambda line: print(line, file=stderr, flush=True)):
+        spec = specs[answer.index]
+        ready[answer.index] = answer.value if not answer.reason else FileReport(
+            spec.path, cluster.unanswered(spec, spec.statements, answer.reason), spec=spec)
+        while following in ready:
+            yield ready.pop(following)
+            following += 1
+    while following in ready:
+        yield ready.pop(following)
+        following += 1
+
+
+def _prove_job(job: tuple[str, str, tuple[Any, ...]]) -> FileReport:
+    """A cluster task's work: one spec file, decided in a worker's deciding process."""
+    return _prove_in_worker(Path(job[0]), job[1], job[2])
 
 
 def _prove_in_worker(path: Path, shown: str, settings: tuple[Any, ...]) -> FileReport:

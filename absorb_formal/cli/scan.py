@@ -19,7 +19,7 @@ from ..scanner.results import DEFAULT_NAME
 from ..scanner.results import default_file as default_results
 from ..scanner.results import problem as results_problem
 from ..scanner.run import BlockAnswer, ScanReport, scan, with_expectations
-from .arguments import nonnegative, parse, seconds, size
+from .arguments import add_workers, nonnegative, parse, seconds
 
 EXIT_OK, EXIT_NOT, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -184,22 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "config.json names or the ONNX graph computes")
     parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds per question (default {DEFAULT_TIMEOUT:g}; 0 = none)")
-    parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
-                        help="decide N sublayers at once (default 1): on a Dask LocalCluster "
-                             "of N worker processes (local:N) when the dask extra is "
-                             "installed, else in N processes")
-    parser.add_argument("--memory", type=size, metavar="SIZE",
-                        help="the most memory an exact LU may hold, e.g. 300MB, 4GB, "
-                             "1.5GiB (default: the memory available); a larger one runs "
-                             "out of core, from a file (docs/rules.md, modular functional)")
-    parser.add_argument("--cluster", metavar="ADDRESS",
-                        help="decide the sublayers on a Dask cluster (the dask extra): "
-                             "tcp://HOST:PORT, a running scheduler whose workers see the "
-                             "checkpoint at the same path, or local:N, N worker processes "
-                             "on this machine; one task per sublayer")
-    parser.add_argument("--no-cluster", action="store_true",
-                        help="-j N: decide in N processes of a pool, even with dask "
-                             "installed")
+    add_workers(parser, "sublayers", "the checkpoint")
     parser.add_argument("--results", type=Path, metavar="FILE",
                         help="the SQLite file where each decided sublayer is kept as it "
                              f"arrives and taken from by later scans (default: "
@@ -208,13 +193,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-results", action="store_true",
                         help="keep no results file, and take nothing from one")
     return parser
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("needs a whole number >= 1")
-    return value
 
 
 def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:

@@ -1,9 +1,12 @@
-"""A scan's sublayers decided on a Dask cluster (`--cluster`, the `dask` extra).
+"""A scan's sublayers, or a corpus run's spec files, decided on a Dask cluster (`--cluster`,
+the `dask` extra).
 
-One task per sublayer. A task carries the spec text of its sublayer (the other blocks' lines
-blank, so that line numbers stay those of the whole spec) and the folder its `load(...)`s
-are relative to, never arrays: the worker reads the tensors itself, from the same path (an
-external cluster's workers must see the checkpoint there too). On the worker the task is
+One task per sublayer (`scanner/run.py`), or per spec file (`absorb-prove -j N PATH...`,
+`cli/prove.py`). A scan's task carries the spec text of its sublayer (the other blocks'
+lines blank, so that line numbers stay those of the whole spec) and the folder its
+`load(...)`s are relative to; a spec file's task carries the file's absolute path. Never
+arrays: the worker reads the tensors itself, from the same path (an external cluster's
+workers must see the checkpoint or the specs there too). On the worker the task is
 decided in a deciding process of its own (`decider.py`: the per-question budget needs the
 main thread), under a deadline of `time_limit` seconds.
 
@@ -27,10 +30,13 @@ import contextlib
 import os
 import queue
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.blocks import Spec, Statement
+from ..model.result import unknown
+from ..report import Entry
 from .found import ScanError
 
 LOCAL = "local:"
@@ -65,6 +71,28 @@ def problem(text: str) -> str:
         return (f"{text!r}: give a scheduler's address (tcp://HOST:PORT) or local:N (N worker "
                 "processes on this machine)")
     return ""
+
+
+def chosen(workers: int, cluster: Any) -> Any:
+    """Where a run's tasks are decided: the Dask cluster `cluster` names ("local:N" by default
+    for workers > 1 with dask installed), or None (in this process, or a process pool of
+    `workers`). `cluster` False: never a cluster. Raises ScanError for a `cluster` that is no
+    address, or when dask is not installed."""
+    if cluster is False:
+        return None
+    if cluster is None:
+        return f"{LOCAL}{workers}" if workers > 1 and installed() else None
+    if isinstance(cluster, str) and (why := problem(cluster)):
+        raise ScanError(f"--cluster {why}")
+    if not installed():
+        raise ScanError("--cluster needs the dask extra: pip install 'absorb_formal[dask]'")
+    return cluster
+
+
+def unanswered(spec: Spec, statements: Iterable[Statement], reason: str) -> list[Entry]:
+    """The entries of statements whose task brought no answer: each unknown, saying why."""
+    said = unknown(f"not decided: {reason}")
+    return [Entry(s, said, 0.0, spec.expected(s), said) for s in statements]
 
 
 def memory_estimate(dim: int, width: int, gated: bool, biased: bool) -> int:

@@ -22,7 +22,6 @@ from typing import Any
 from ..api import DEFAULT_TIMEOUT, StatementResult, decide_spec
 from ..language import SpecError, load_text
 from ..model.blocks import Spec
-from ..model.result import unknown
 from ..report import Entry, FileReport
 from .find import Checkpoint, ScanError, find_blocks, needs_copies, open_checkpoint
 from .found import FoundBlock, FoundNorm, Skipped, TensorRef
@@ -237,7 +236,9 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
     except SpecError as error:
         raise ScanError(_spec_error(error, checkpoint)) from None
     asked = [where.get(b.name, ()) + where[bare_name(b)] for b in blocks]
-    runner = _runner(workers, cluster)
+    from . import cluster as dask_cluster
+
+    runner = dask_cluster.chosen(workers, cluster)
     spread = runner is not None or workers > 1  # elsewhere: each job reads its own tensors
     own = _own_texts(lines, asked) if spread or results is not None else None
     jobs = [(own[i] if spread and own else result.spec_text, shown, folder, asked[i], timeout)
@@ -293,23 +294,6 @@ def _decide_block(job: Job) -> tuple[list[Entry], bool, float]:
     entries, interrupted = decide_spec(
         spec, [s for s in spec.statements if s.pos.line in lines], timeout=timeout)
     return entries, interrupted, time.perf_counter() - start
-
-
-def _runner(workers: int, cluster: Any) -> Any:
-    """Where the sublayers are decided: a Dask cluster (what `cluster` names; "local:N" by
-    default for workers > 1 with dask installed), or None (here, or a process pool)."""
-    from . import cluster as dask_cluster
-
-    if cluster is False:
-        return None
-    if cluster is None:
-        return f"{dask_cluster.LOCAL}{workers}" if workers > 1 and dask_cluster.installed() \
-            else None
-    if isinstance(cluster, str) and (problem := dask_cluster.problem(cluster)):
-        raise ScanError(f"--cluster {problem}")
-    if not dask_cluster.installed():
-        raise ScanError("--cluster needs the dask extra: pip install 'absorb_formal[dask]'")
-    return cluster
 
 
 def _own_texts(lines: list[str], asked: list[tuple[int, ...]]) -> list[str]:
@@ -440,9 +424,10 @@ def _decided(todo: list[int], blocks: list[FoundBlock], jobs: list[Job], spec: S
 
 def _failed(spec: Spec, lines: tuple[int, ...], reason: str) -> Outcome:
     """A block whose task brought no answer: each of its statements unknown, saying why."""
-    said = unknown(f"not decided: {reason}")
-    return [Entry(s, said, 0.0, spec.expected(s), said) for s in spec.statements
-            if s.pos.line in lines], False, 0.0
+    from .cluster import unanswered
+
+    return unanswered(spec, [s for s in spec.statements if s.pos.line in lines], reason), \
+        False, 0.0
 
 
 def _spec_error(error: SpecError, checkpoint: Checkpoint) -> str:
