@@ -288,6 +288,22 @@ class Store:
             return None
         return row[0]
 
+    def others(self, tool: str, places: set[str]) -> dict[str, int]:
+        """For the rows at these `places` stored by another `tool`: how many, by tool (what a
+        rerun after a code change cannot use)."""
+        if self.connection is None or not places:
+            return {}
+        try:
+            rows = self.connection.execute("SELECT place, tool FROM answers WHERE tool != ?",
+                                           (tool,)).fetchall()
+        except sqlite3.Error:
+            return {}
+        counted: dict[str, int] = {}
+        for place, other in rows:
+            if place in places and isinstance(other, str):
+                counted[other] = counted.get(other, 0) + 1
+        return counted
+
     def put(self, key: str, block: str, place: str, tool: str, text: str) -> None:
         """Store one row, in its own transaction."""
         if self.connection is None:

@@ -343,6 +343,11 @@ def _outcomes(blocks: list[FoundBlock], jobs: list[Job], spec: Spec, workers: in
         if found:
             say(f"results: {results}: {len(found)} of {len(blocks)} sublayer(s) already "
                 "decided there, not decided again")
+        missing = {blocks[i].where for i in range(len(blocks)) if i not in found}
+        for other, count in sorted(store.others(tool, missing).items()):
+            say(f"results: {results}: {count} sublayer(s) stored there by other code "
+                f"({other}; this is {tool}) are decided again: answers are kept per "
+                "version of the code that decides")
     todo = [i for i in range(len(blocks)) if i not in found]
     try:
         for i, value, tool_used in _decided(todo, blocks, jobs, spec, workers, runner,

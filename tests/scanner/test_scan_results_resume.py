@@ -123,6 +123,24 @@ def test_a_rerun_takes_every_stored_sublayer_and_decides_none_again(tmp_path, mo
     assert [e.exact for e in again.report.entries] == [e.exact for e in first.report.entries]
 
 
+def test_rows_stored_by_other_code_are_decided_again_and_the_scan_says_so(tmp_path,
+                                                                         monkeypatch):
+    folder = gpt2(tmp_path / "g", layers=2)
+    file = tmp_path / "r.sqlite"
+    monkeypatch.setattr(results, "tool_key", lambda: "absorb_formal 0 code 0123456789abcdef")
+    scan(folder, results=file)
+    monkeypatch.undo()
+    said: list[str] = []
+    again = scan(folder, results=file, notify=said.append)
+    assert again.results["reused"] == [] and again.results["stored"] == 2
+    assert said == [f"results: {file}: 2 sublayer(s) stored there by other code (absorb_formal "
+                    f"0 code 0123456789abcdef; this is {results.tool_key()}) are decided "
+                    "again: answers are kept per version of the code that decides"]
+    said.clear()
+    assert len(scan(folder, results=file, notify=said.append).results["reused"]) == 2
+    assert not any("other code" in line for line in said)  # the rows of this code are used
+
+
 def test_the_same_tensors_at_another_path_are_the_same_question(tmp_path):
     folder = gpt2(tmp_path / "g", layers=2)
     file = tmp_path / "r.sqlite"
