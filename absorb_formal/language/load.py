@@ -106,11 +106,13 @@ def check_expectations(spec: Spec, outcomes: dict[int, str], text: str) -> None:
         raise SpecError(errors, text)
 
 
-def load_text(text: str, path: str, folder: Path) -> Spec:
+def load_text(text: str, path: str, folder: Path, hold: bool = True) -> Spec:
     """Parse and validate spec text; `folder` anchors relative `load(...)` paths. A file with
-    errors reports its `# expect:` comments' errors too (they are read from the text alone)."""
+    errors reports its `# expect:` comments' errors too (they are read from the text alone).
+    `hold` False: each loaded matrix is read and checked, then only its shape is kept (its
+    values are read again when asked for)."""
     try:
-        spec = validate(parse_text(text, path), path, folder, text)
+        spec = validate(parse_text(text, path), path, folder, text, hold)
     except SpecError as error:
         try:
             expectations(text, path)

@@ -26,7 +26,7 @@ from ..model.blocks import (
     Statement,
     Vector,
 )
-from ..weights.arrays import ArrayError, load_array
+from ..weights.arrays import ArrayError, Reread, load_array
 from .errors import Diagnostic, SpecError
 from .hints import did_you_mean
 from .parse import keywords
@@ -65,6 +65,7 @@ class _Declared:
 class Validator:
     path: str
     folder: Path
+    hold: bool = True  # keep loaded matrices' values (else each is read again when asked for)
     errors: list[Diagnostic] = field(default_factory=list)
     declared: dict[str, _Declared] = field(default_factory=dict)
 
@@ -416,6 +417,8 @@ class Validator:
                              source=f" (array {expr.key!r} in {expr.file!r})",
                              transposed=expr.transpose):
             return None
+        if not self.hold:
+            return Matrix(lazy=Reread(self.folder / expr.file, expr.key, expr.transpose, got))
         return Matrix(lazy=array)
 
     def shape_ok(self, got: tuple[int, int], want: tuple[int | None, int | None], what: str,
@@ -542,9 +545,11 @@ def _bias_only(decl: BlockDecl) -> bool:
     return bool(names) and not names & set(MATRICES)
 
 
-def validate(syntax: SpecSyntax, path: str, folder: Path, source: str | None = None) -> Spec:
-    """Check a parsed spec and build its model; raise SpecError listing every error."""
-    v = Validator(path, folder)
+def validate(syntax: SpecSyntax, path: str, folder: Path, source: str | None = None,
+             hold: bool = True) -> Spec:
+    """Check a parsed spec and build its model; raise SpecError listing every error. `hold`
+    False: loaded matrices keep their shapes, not their values (read again when asked for)."""
+    v = Validator(path, folder, hold)
     later = {item.name.text: item.name.pos for item in syntax.items
              if isinstance(item, BlockDecl)}
     blocks: dict[str, Block] = {}

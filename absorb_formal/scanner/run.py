@@ -231,15 +231,15 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
     result.spec_text = "\n".join(lines) + "\n"
     shown = str(spec_file) if spec_file is not None else f"<scan of {path}>"
     report = FileReport(shown)
-    try:
-        report.spec = _spec(result.spec_text, shown, folder)
-    except SpecError as error:
-        raise ScanError(_spec_error(error, checkpoint)) from None
     asked = [where.get(b.name, ()) + where[bare_name(b)] for b in blocks]
     from . import cluster as dask_cluster
 
     runner = dask_cluster.chosen(workers, cluster)
     spread = runner is not None or workers > 1  # elsewhere: each job reads its own tensors
+    try:  # decided elsewhere: here each tensor is read and checked, then only its shape kept
+        report.spec = _spec(result.spec_text, shown, folder, hold=not spread)
+    except SpecError as error:
+        raise ScanError(_spec_error(error, checkpoint)) from None
     own = _own_texts(lines, asked) if spread or results is not None else None
     jobs = [(own[i] if spread and own else result.spec_text, shown, folder, asked[i], timeout)
             for i in range(len(blocks))]
@@ -273,14 +273,15 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
     return result
 
 
-_SPECS: dict[tuple[str, str, Path], Spec] = {}  # one parse per process (workers decide many)
+_SPECS: dict[tuple[str, str, Path, bool], Spec] = {}  # one parse per process (workers
+# decide many)
 
 
-def _spec(text: str, shown: str, folder: Path) -> Spec:
-    key = (text, shown, folder)
+def _spec(text: str, shown: str, folder: Path, hold: bool = True) -> Spec:
+    key = (text, shown, folder, hold)
     if key not in _SPECS:
         _SPECS.clear()
-        _SPECS[key] = load_text(text, shown, folder)
+        _SPECS[key] = load_text(text, shown, folder, hold)
     return _SPECS[key]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 import weakref
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,29 @@ def shapes(path: Path) -> dict[str, tuple[int, ...]]:
         return dict(reader(suffix).shapes(path))
     except (OSError, ValueError, EOFError) as error:
         raise ArrayError(f"cannot read {path.name!r}: {error}") from None
+
+
+@dataclass(frozen=True)
+class Reread:
+    """A loaded matrix whose values are not held: read again (and checked again) from its
+    file when first asked for. What a spec read with `hold=False` keeps of a `load(...)`
+    once it is validated: a scan that decides its sublayers in other processes holds only
+    their shapes (docs/scan.md)."""
+
+    path: Path
+    key: str
+    transpose: bool
+    shape: tuple[int, int]
+
+    def array(self) -> np.ndarray:
+        loaded = load_array(self.path, self.key)
+        if self.transpose:
+            loaded = loaded.T
+        if loaded.shape != self.shape:
+            raise ArrayError(f"array {self.key!r} in {self.path.name!r} changed since it was "
+                             f"read: {loaded.shape[0]}×{loaded.shape[1]}, was "
+                             f"{self.shape[0]}×{self.shape[1]}")
+        return loaded.array()
 
 
 def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:
