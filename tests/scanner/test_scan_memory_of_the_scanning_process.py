@@ -17,6 +17,7 @@ from absorb_formal.scanner.run import scan
 from absorb_formal.weights.arrays import ArrayError
 from absorb_formal.weights.safetensors import write as write_safetensors
 
+from .test_scan_by_naming_convention import gpt2
 from .test_scan_results_resume import relu_stack
 
 LAYERS, D, M = 4, 128, 1024  # each tensor 512 KiB of float32, 4 MiB in all
@@ -62,3 +63,13 @@ def test_a_tensor_changed_since_it_was_checked_is_refused_when_read_again(tmp_pa
     up = next(iter(spread.report.spec.blocks.values())).layers[0].up
     with pytest.raises(ArrayError, match="changed since it was read"):
         up.loaded  # noqa: B018 - reading it is the test
+
+
+def test_an_export_after_a_scan_decided_elsewhere_writes_the_same_checkpoint(cli, tmp_path):
+    folder = gpt2(tmp_path / "g", norms=False)
+    here = cli("scan", folder, "--export", tmp_path / "here", "--json")
+    pooled = cli("scan", folder, "-j", "2", "--no-cluster", "--export", tmp_path / "pool",
+                 "--json")
+    assert here.code == pooled.code == 0, pooled.err
+    for name in ("model.safetensors", "config.json"):
+        assert (tmp_path / "pool" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()
