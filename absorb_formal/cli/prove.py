@@ -45,7 +45,8 @@ PATH is a spec file, or a folder searched recursively for *.mlp files.
   absorb-prove check [--json] CERTIFICATE_OR_FOLDER...
   absorb-prove scan CHECKPOINT [--json] [--write-spec FILE] [--certificates DIR]
                [--export DIR [--prefer width|accuracy] [--max-error REL]]
-               [--activation NAME] [--timeout S] [-j N]
+               [--activation NAME] [--timeout S] [--memory SIZE]
+               [-j N | --cluster ADDRESS] [--results FILE | --no-results]
   absorb-prove export SPEC NAME [--width W] --out FILE.npz|FILE.safetensors|FILE.onnx
                [--dtype float64|float32|bfloat16] [--points N] [--max-error REL]
                [--prefer width|accuracy] [--force] [--engine E] [--timeout S]
@@ -250,6 +251,9 @@ def run_prove(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(summary(reports), file=stdout)
         print("interrupted", file=stderr)
         return EXIT_INTERRUPTED
+    except ClusterUnusable as error:  # its scheduler unreachable: before any file is decided
+        print(f"absorb-prove: error: {error}", file=stderr)
+        return EXIT_ERROR
     code = exit_code(reports)
     if kept:
         print(f"{kept} certificate file(s) differ from what is stored; nothing was overwritten "
@@ -300,6 +304,10 @@ def _reports(items: list[tuple[Path, str, str] | str], args: argparse.Namespace,
             raise
 
 
+class ClusterUnusable(Exception):
+    """The Dask cluster asked for cannot be reached or started (exit 2, nothing decided)."""
+
+
 def _on_cluster(items: list[tuple[Path, str, str] | str], settings: tuple[Any, ...],
                 runner: Any, stderr: TextIO, function: Callable[[Any], FileReport] | None = None
                 ) -> Iterator[FileReport | None]:
@@ -310,6 +318,7 @@ def _on_cluster(items: list[tuple[Path, str, str] | str], settings: tuple[Any, .
     with the reason. `function`: what a task runs on its job (default `_prove_job`)."""
     from ..language import load_file
     from ..scanner import cluster
+    from ..scanner.found import ScanError
 
     ready: dict[int, FileReport | None] = {}
     specs: dict[int, Spec] = {}
@@ -330,14 +339,19 @@ def _on_cluster(items: list[tuple[Path, str, str] | str], settings: tuple[Any, .
         tasks.append(cluster.Task(i, shown, (str(path.resolve()), shown, settings), memory,
                                   cluster.time_limit(settings[5], len(spec.statements))))
     following = 0
-    for answer in cluster.decide(tasks, function or _prove_job, runner,
-                                 lambda line: print(line, file=stderr, flush=True)):
-        spec = specs[answer.index]
-        ready[answer.index] = answer.value if not answer.reason else FileReport(
-            spec.path, cluster.unanswered(spec, spec.statements, answer.reason), spec=spec)
-        while following in ready:
-            yield ready.pop(following)
-            following += 1
+    answers = cluster.decide(tasks, function or _prove_job, runner,
+                             lambda line: print(line, file=stderr, flush=True)) if tasks else ()
+    try:
+        for answer in answers:
+            spec = specs[answer.index]
+            ready[answer.index] = answer.value if not answer.reason else FileReport(
+                spec.path, cluster.unanswered(spec, spec.statements, answer.reason),
+                spec=spec)
+            while following in ready:
+                yield ready.pop(following)
+                following += 1
+    except ScanError as error:  # the cluster could not be reached or started
+        raise ClusterUnusable(str(error)) from None
     while following in ready:
         yield ready.pop(following)
         following += 1

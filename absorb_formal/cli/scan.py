@@ -315,7 +315,7 @@ def _cluster_refusal(args: argparse.Namespace) -> str:
     if args.results is not None and args.no_results:
         return "--results and --no-results contradict each other"
     if args.results is not None and (problem := results_problem(args.results)):
-        return f"--results {problem}"
+        return f"--results {problem}; nothing was decided"
     return ""
 
 

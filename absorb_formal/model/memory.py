@@ -72,13 +72,19 @@ def set_limit(limit: int | None) -> None:
         os.environ[ENV] = str(limit)
 
 
-def limit() -> int:
-    """The memory an exact computation may take now: `--memory` if given (here or in a
-    parent process), else what is available."""
+def given() -> int | None:
+    """`--memory` if given (here or in a parent process), else None."""
     if _LIMIT:
         return _LIMIT[0]
     inherited = os.environ.get(ENV, "")
-    return int(inherited) if inherited.isdigit() and int(inherited) > 0 else available()
+    return int(inherited) if inherited.isdigit() and int(inherited) > 0 else None
+
+
+def limit() -> int:
+    """The memory an exact computation may take now: `--memory` if given (here or in a
+    parent process), else what is available."""
+    found = given()
+    return available() if found is None else found
 
 
 def shown(size: int) -> str:

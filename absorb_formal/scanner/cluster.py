@@ -70,7 +70,39 @@ def problem(text: str) -> str:
     if "://" not in text:
         return (f"{text!r}: give a scheduler's address (tcp://HOST:PORT) or local:N (N worker "
                 "processes on this machine)")
+    if text.startswith("tcp://") and _host_port(text) is None:
+        return f"{text!r}: a tcp address needs a host and a port: tcp://HOST:PORT"
     return ""
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a tcp://HOST:PORT address ([IPv6] allowed), None if it has none."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname or port is None:
+        return None
+    return parts.hostname, port
+
+
+def unreachable(address: str) -> str:
+    """Why nothing answers at a tcp:// scheduler address, found at once ("" when something
+    listens there, or for other schemes, which Dask itself reaches): a refused connection
+    would otherwise cost Dask's whole connect timeout."""
+    import socket
+
+    found = _host_port(address) if address.startswith("tcp://") else None
+    if found is None:
+        return ""
+    try:
+        with socket.create_connection(found, timeout=CONNECT):
+            return ""
+    except OSError as error:
+        return f"cannot reach the scheduler: {error.strerror or error}"
 
 
 def chosen(workers: int, cluster: Any) -> Any:
@@ -98,12 +130,16 @@ def unanswered(spec: Spec, statements: Iterable[Statement], reason: str) -> list
 def memory_estimate(dim: int, width: int, gated: bool, biased: bool) -> int:
     """Bytes one sublayer's task may hold at its peak, erring large: the exact LU of order
     m + 1 over float64 (`checker/kernel/modlu.bytes_needed`, the largest single array a
-    decision allocates) plus its weights at ENTRY_BYTES each and the deciding process."""
+    decision allocates; at most `--memory` when that is given, beyond which the LU runs out
+    of core) plus its weights at ENTRY_BYTES each and the deciding process."""
     from ..checker.kernel.modlu import bytes_needed
+    from ..model.memory import given
 
     weights = width * dim * (3 if gated else 2) + (width * (2 if gated else 1) + dim
                                                     if biased else 0)
-    return bytes_needed(width + 1) + ENTRY_BYTES * weights + BASE_BYTES
+    lu = bytes_needed(width + 1)
+    cap = given()
+    return (lu if cap is None else min(lu, cap)) + ENTRY_BYTES * weights + BASE_BYTES
 
 
 def time_limit(timeout: float, statements: int) -> float | None:
@@ -181,17 +217,23 @@ def decide(tasks: list[Task], function: Callable[[Any], Any], cluster: Any,
     own = None
     if isinstance(cluster, str) and cluster.startswith(LOCAL):
         count = int(cluster[len(LOCAL):])
-        from ..model.memory import available, shown
+        from ..model.memory import available, given, shown
 
         share = max(1, available() // count)
+        cap = given()
         notify(f"cluster: {count} local worker process(es), one task at a time each, "
-               f"MEMORY {shown(share)} each")
+               f"MEMORY {shown(share)} each (the memory available, shared)"
+               + ("" if cap is None else f"; an exact LU holds at most {shown(cap)} "
+                  "(--memory), beyond it out of core"))
         with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
             own = LocalCluster(n_workers=count, threads_per_worker=1, processes=True,
                                resources={"MEMORY": share}, memory_limit=0,
-                               dashboard_address=":0", silence_logs=logging.CRITICAL)
+                               dashboard_address=":0", silence_logs=logging.CRITICAL,
+                               preload=[f"{__package__}.local_worker"])
         client = Client(own)
     elif isinstance(cluster, str):
+        if why := unreachable(cluster):
+            raise ScanError(f"--cluster {cluster}: {why}")
         try:
             client = Client(cluster, timeout=CONNECT)
         except (OSError, TimeoutError, ValueError) as error:

@@ -195,10 +195,9 @@ def problem(path: Path) -> str:
         return f"{path}: not a file"
     if path.stat().st_size == 0:
         return ""
-    messages: list[str] = []
-    store = Store(path, messages.append, create=False)
+    store = Store(path, lambda line: None, create=False)
     store.close()
-    return messages[0].removeprefix("results: ") if messages else ""
+    return f"{path}: {store.failed}" if store.failed else ""
 
 
 class Store:
@@ -218,18 +217,20 @@ class Store:
     def usable(self) -> bool:
         return self.connection is not None
 
-    def _off(self, why: str) -> None:
+    def _off(self, why: str, then: str = "results are not kept") -> None:
+        """Turn the store off: `why` (also `failed`, what a refusal before any work says)
+        and `then`, what it means for a scan that goes on."""
         self.failed = why
         if self.connection is not None:
             with contextlib.suppress(sqlite3.Error):
                 self.connection.close()
         self.connection = None
-        self.notify(f"results: {self.path}: {why}")
+        self.notify(f"results: {self.path}: {why}: {then}")
 
     def _open(self) -> None:
         path = self.path
         if path.exists() and not path.is_file():
-            self._off("not a file: results are not kept")
+            self._off("not a file")
             return
         fresh = not path.exists() or path.stat().st_size == 0
         if fresh and not self.create:
@@ -244,22 +245,22 @@ class Store:
             if fresh:
                 self._create()
         except (sqlite3.Error, OSError) as error:
-            self._off(f"cannot be {'created' if fresh else 'opened'} ({error}): results are "
-                      "not kept")
+            self._off(f"cannot be {'created' if fresh else 'opened'} ({error})")
             return
         try:
             found = dict(self.connection.execute("SELECT name, value FROM meta"))
         except (sqlite3.Error, ValueError) as error:
-            self._off(f"not an absorb_formal results database ({error}): neither used nor "
-                      "changed, and results are not kept (give another --results FILE)")
+            self._off(f"not an absorb_formal results database ({error}), left as it is",
+                      "neither used nor changed, and results are not kept (give another "
+                      "--results FILE)")
             return
         if found.get("format") != FORMAT:
-            self._off("not an absorb_formal results database: neither used nor changed, and "
-                      "results are not kept (give another --results FILE)")
+            self._off("not an absorb_formal results database, left as it is", "neither used "
+                      "nor changed, and results are not kept (give another --results FILE)")
         elif found.get("schema") != SCHEMA:
             self._off(f"a results database of schema {found.get('schema')!r}, not {SCHEMA!r} "
-                      "(another version of absorb_formal): neither used nor changed, and "
-                      "results are not kept (remove it to start afresh)")
+                      "(another version of absorb_formal), left as it is", "neither used nor "
+                      "changed, and results are not kept (remove it to start afresh)")
 
     def _create(self) -> None:
         assert self.connection is not None
@@ -282,26 +283,31 @@ class Store:
             row = self.connection.execute("SELECT payload, digest FROM answers WHERE key = ?",
                                           (key,)).fetchone()
         except sqlite3.Error as error:
-            self._off(f"cannot be read ({error}): results are not kept")
+            self._off(f"cannot be read ({error})")
             return None
         if row is None or not isinstance(row[0], str) or row[1] != _digest(key, row[0]):
             return None
         return row[0]
 
-    def others(self, tool: str, places: set[str]) -> dict[str, int]:
-        """For the rows at these `places` stored by another `tool`: how many, by tool (what a
-        rerun after a code change cannot use)."""
-        if self.connection is None or not places:
+    def others(self, tool: str, questions: list[str]) -> dict[str, int]:
+        """Of these questions, how many the file holds answered by another `tool`, by tool:
+        the same tensors and statements, decided by other code (an upgrade, an edited
+        package), which a scan by `tool` cannot use."""
+        if self.connection is None or not questions:
             return {}
         try:
-            rows = self.connection.execute("SELECT place, tool FROM answers WHERE tool != ?",
-                                           (tool,)).fetchall()
+            tools = [row[0] for row in self.connection.execute(
+                "SELECT DISTINCT tool FROM answers WHERE tool != ?", (tool,))
+                if isinstance(row[0], str)]
+            counted = {}
+            for other in tools:
+                found = sum(self.connection.execute(
+                    "SELECT 1 FROM answers WHERE key = ?", (row_key(question, other),)
+                ).fetchone() is not None for question in questions)
+                if found:
+                    counted[other] = found
         except sqlite3.Error:
             return {}
-        counted: dict[str, int] = {}
-        for place, other in rows:
-            if place in places and isinstance(other, str):
-                counted[other] = counted.get(other, 0) + 1
         return counted
 
     def put(self, key: str, block: str, place: str, tool: str, text: str) -> None:
@@ -316,7 +322,7 @@ class Store:
                     "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (key, block, place, tool, text, _digest(key, text), stamp))
         except sqlite3.Error as error:
-            self._off(f"cannot be written ({error}): results are no longer kept")
+            self._off(f"cannot be written ({error})", "results are no longer kept")
             return
         self.stored += 1
 

@@ -323,6 +323,7 @@ def _outcomes(blocks: list[FoundBlock], jobs: list[Job], spec: Spec, workers: in
 
     found: dict[int, Outcome] = {}
     keys: dict[int, str] = {}
+    questions: dict[int, str] = {}
     store = kept.Store(results, say) if results is not None else None
     if store is not None and not store.usable:
         store = None
@@ -330,7 +331,8 @@ def _outcomes(blocks: list[FoundBlock], jobs: list[Job], spec: Spec, workers: in
     if store is not None and own is not None:
         for i, (block, job) in enumerate(zip(blocks, jobs, strict=True)):
             try:
-                keys[i] = kept.row_key(kept.question(own[i], job[2]), tool)
+                questions[i] = kept.question(own[i], job[2])
+                keys[i] = kept.row_key(questions[i], tool)
             except ValueError:  # a tensor that cannot be read: decided (and said) below
                 continue
             text = store.get(keys[i])
@@ -344,7 +346,7 @@ def _outcomes(blocks: list[FoundBlock], jobs: list[Job], spec: Spec, workers: in
         if found:
             say(f"results: {results}: {len(found)} of {len(blocks)} sublayer(s) already "
                 "decided there, not decided again")
-        missing = {blocks[i].where for i in range(len(blocks)) if i not in found}
+        missing = [questions[i] for i in questions if i not in found]
         for other, count in sorted(store.others(tool, missing).items()):
             say(f"results: {results}: {count} sublayer(s) stored there by other code "
                 f"({other}; this is {tool}) are decided again: answers are kept per "
@@ -387,6 +389,8 @@ def _decided(todo: list[int], blocks: list[FoundBlock], jobs: list[Job], spec: S
     from .results import tool_key
 
     tool = tool_key()
+    if not todo:  # everything taken from the results file: no cluster or pool to start
+        return
     if runner is not None:
         from . import cluster
 

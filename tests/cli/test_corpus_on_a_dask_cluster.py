@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import logging
 import shutil
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -117,8 +118,19 @@ def test_without_dask_j2_keeps_the_process_pool(cli, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("args, words", [
     (("--cluster", "local:0"), "N >= 1"), (("--cluster", "somewhere"), "tcp://HOST:PORT"),
+    (("--cluster", "tcp://"), "needs a host and a port"),
     (("--cluster", "local:1", "--no-cluster"), "contradict")])
 def test_a_cluster_that_cannot_be_used_is_a_usage_error_before_any_work(cli, tmp_path, args,
                                                                        words):
     run = cli(*args, _corpus(tmp_path / "specs"))
     assert run.code == 2 and words in run.err and run.out == ""
+
+
+def test_a_scheduler_address_where_nothing_listens_is_refused_at_once(cli, tmp_path):
+    with socket.socket() as free:  # a port nobody listens on, once closed
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    run = cli("--cluster", f"tcp://127.0.0.1:{port}", _corpus(tmp_path / "specs"))
+    assert run.code == 2 and "cannot reach the scheduler" in run.err and run.out == ""
+    assert "Traceback" not in run.err
+    assert "Timed out" not in run.err  # refused by the socket, not after Dask's timeout

@@ -5,17 +5,26 @@ memory estimates are Dask resources; without dask, `-j N` keeps the process pool
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
+import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
 
+from absorb_formal.checker.kernel.modlu import bytes_needed
+from absorb_formal.model import memory
 from absorb_formal.scanner import cluster
 from absorb_formal.scanner.run import scan
 
+from ..conftest import ROOT
 from . import cluster_tasks
 from .test_scan_by_naming_convention import gpt2
+from .test_scan_results_resume import _rows, relu_stack
 
 distributed = pytest.importorskip("distributed")
 
@@ -142,6 +151,19 @@ def test_memory_estimates_count_the_exact_lu_and_the_weights():
     assert cluster.time_limit(0, 4) is None and cluster.time_limit(10, 4) == 40 + cluster.GRACE
 
 
+def test_under_a_memory_limit_a_task_counts_the_lu_at_that_limit(monkeypatch):
+    """An LU beyond --memory runs out of core, holding about that much: the estimate says so,
+    and so does the line that describes a local cluster."""
+    free = cluster.memory_estimate(2048, 8192, False, False)
+    monkeypatch.setenv(memory.ENV, str(10**8))  # what --memory 100MB leaves to the processes
+    capped = cluster.memory_estimate(2048, 8192, False, False)
+    assert capped == free - bytes_needed(8193) + 10**8
+    assert cluster.memory_estimate(3, 4, False, False) < capped  # a small LU: itself
+    said: list[str] = []
+    answers = list(cluster.decide([], cluster_tasks.act, "local:1", said.append))
+    assert answers == [] and "an exact LU holds at most 95.4 MiB (--memory)" in said[0]
+
+
 def test_without_dask_j2_keeps_the_process_pool(cli, tmp_path, monkeypatch):
     folder = gpt2(tmp_path / "g", layers=2)
     expected = _answers(cli("scan", "--json", folder).json())
@@ -170,9 +192,39 @@ def test_j2_with_dask_is_a_local_cluster_unless_told_otherwise(tmp_path):
 
 
 @pytest.mark.parametrize("value, words", [("local:0", "N >= 1"), ("local:x", "N >= 1"),
-                                          ("somewhere", "tcp://HOST:PORT")])
+                                          ("somewhere", "tcp://HOST:PORT"),
+                                          ("tcp://host", "needs a host and a port")])
 def test_a_cluster_that_is_no_address_is_a_usage_error(cli, tmp_path, value, words):
     run = cli("scan", "--cluster", value, gpt2(tmp_path / "g"))
     assert run.code == 2 and words in run.err
     both = cli("scan", "--cluster", "local:1", "--no-cluster", gpt2(tmp_path / "g"))
     assert both.code == 2 and "contradict" in both.err
+
+
+def test_ctrl_c_on_a_local_cluster_scan_ends_it_with_one_line_and_no_worker_traceback(
+        tmp_path):
+    """SIGINT to the whole process group, as a terminal sends it, once the first sublayer is
+    stored: exit 130 and `interrupted`, no worker's KeyboardInterrupt traceback, and no
+    worker or deciding process left behind."""
+    folder = relu_stack(tmp_path / "s", layers=8, d=256, m=1024)
+    database = tmp_path / "r.sqlite"
+    scanning = subprocess.Popen(
+        [sys.executable, "-m", "absorb_formal", "scan", folder, "--cluster", "local:2",
+         "--results", database], env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    while _rows(database) < 1 and scanning.poll() is None:
+        time.sleep(0.05)
+    os.killpg(scanning.pid, signal.SIGINT)
+    try:
+        _, err = scanning.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(scanning.pid, signal.SIGKILL)
+    text = err.decode()
+    assert scanning.returncode == 130, text
+    assert text.rstrip().endswith("interrupted") and "Traceback" not in text, text
+    time.sleep(2)  # a deciding process ends within a second of its worker
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(scanning.pid, 0)  # raises when no process of the group is left
+        pytest.fail("a process of the scan outlived it")

@@ -123,9 +123,20 @@ def test_a_rerun_takes_every_stored_sublayer_and_decides_none_again(tmp_path, mo
     assert [e.exact for e in again.report.entries] == [e.exact for e in first.report.entries]
 
 
+def test_a_rerun_with_nothing_left_to_decide_starts_no_cluster(tmp_path):
+    pytest.importorskip("distributed")
+    folder = relu_stack(tmp_path / "s", layers=2, d=3, m=4)
+    file = tmp_path / "r.sqlite"
+    scan(folder, results=file)
+    said: list[str] = []
+    again = scan(folder, results=file, cluster="local:2", notify=said.append)
+    assert len(again.results["reused"]) == 2
+    assert not any(line.startswith("cluster:") for line in said), said
+
+
 def test_rows_stored_by_other_code_are_decided_again_and_the_scan_says_so(tmp_path,
                                                                          monkeypatch):
-    folder = gpt2(tmp_path / "g", layers=2)
+    folder = relu_stack(tmp_path / "s", layers=2, d=3, m=4)
     file = tmp_path / "r.sqlite"
     monkeypatch.setattr(results, "tool_key", lambda: "absorb_formal 0 code 0123456789abcdef")
     scan(folder, results=file)
@@ -139,6 +150,10 @@ def test_rows_stored_by_other_code_are_decided_again_and_the_scan_says_so(tmp_pa
     said.clear()
     assert len(scan(folder, results=file, notify=said.append).results["reused"]) == 2
     assert not any("other code" in line for line in said)  # the rows of this code are used
+    other = relu_stack(tmp_path / "other", layers=2, d=3, m=4, seed=1)  # the same places
+    said.clear()
+    assert scan(other, results=file, notify=said.append).results["reused"] == []
+    assert not any("other code" in line for line in said)  # other tensors: other questions
 
 
 def test_the_same_tensors_at_another_path_are_the_same_question(tmp_path):
@@ -205,6 +220,7 @@ def test_a_file_that_is_not_a_results_database_is_neither_used_nor_changed(
     before = foreign.read_bytes()
     asked = cli("scan", folder, "--results", foreign)  # named: refused before anything is done
     assert asked.code == 2 and "not an absorb_formal results database" in asked.err
+    assert "nothing was decided" in asked.err and "not kept" not in asked.err  # it stopped
     monkeypatch.chdir(foreign.parent)  # the default place: said, and the scan goes on
     monkeypatch.delenv("ABSORB_FORMAL_RESULTS")
     run_ = cli("scan", "--json", folder)
