@@ -31,6 +31,7 @@ from ..report import (
     expectation_summary,
     summary,
 )
+from ..weights.common import ArrayError
 from .arguments import add_workers, count, parse, seconds
 from .export import HELP as EXPORT_HELP
 
@@ -329,14 +330,15 @@ def _on_cluster(items: list[tuple[Path, str, str] | str], settings: tuple[Any, .
             continue
         path, shown, _ = item
         try:
-            spec = specs[i] = load_file(path, shown)
+            spec = specs[i] = load_file(path, shown, hold=False)  # decided elsewhere
         except SpecError as error:
             ready[i] = FileReport(shown, error=error)
             continue
-        memory = max([cluster.memory_estimate(b.dim, b.width, b.activation.gated, b.biased)
+        memory = max([cluster.memory_estimate(b.dim, b.width, b.activation.gated, b.biased,
+                                              b.depth)
                       for b in spec.blocks.values() if b.is_concrete],
                      default=cluster.BASE_BYTES)
-        tasks.append(cluster.Task(i, shown, (str(path.resolve()), shown, settings), memory,
+        tasks.append(cluster.Task(i, shown, (str(path.absolute()), shown, settings), memory,
                                   cluster.time_limit(settings[5], len(spec.statements))))
     following = 0
     answers = cluster.decide(tasks, function or _prove_job, runner,
@@ -387,8 +389,13 @@ def store(report: FileReport, spec_file: Path, relative: str, folder: Path, upda
                   "two specs in separate runs or folders)", file=stderr)
             kept += 1
             continue
-        doc = proofs.document(report.spec, entry.statement, entry.exact or entry.result,
-                              spec_file, target)
+        try:
+            doc = proofs.document(report.spec, entry.statement, entry.exact or entry.result,
+                                  spec_file, target)
+        except ArrayError as error:  # a tensor read again (a cluster run) that has changed
+            print(f"{target}: not written: {error}", file=stderr)
+            kept += 1
+            continue
         try:
             written = proofs.write(target, proofs.encode(doc), update)
         except OSError as error:

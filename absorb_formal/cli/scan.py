@@ -19,6 +19,7 @@ from ..scanner.results import DEFAULT_NAME
 from ..scanner.results import default_file as default_results
 from ..scanner.results import problem as results_problem
 from ..scanner.run import BlockAnswer, ScanReport, scan, with_expectations
+from ..weights.common import ArrayError
 from .arguments import add_workers, nonnegative, parse, seconds
 
 EXIT_OK, EXIT_NOT, EXIT_ERROR, EXIT_UNKNOWN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -240,7 +241,7 @@ def main(argv: list[str], stdout: TextIO, stderr: TextIO) -> int:
     try:
         if code != EXIT_ERROR:
             files.update(_write_files(report, args, said))
-    except ScanError as error:
+    except (ScanError, ArrayError) as error:  # ArrayError: a tensor changed since it was read
         failed = str(error)
     except OSError as error:  # a folder that refuses the files: said, never a traceback
         failed = f"{error.filename or ''}: cannot write: {error.strerror or error}"

@@ -132,8 +132,9 @@ def activation_named(name: str) -> Activation:
     return spec.blocks["A"].activation
 
 
-def load_file(path: Path, shown: str | None = None) -> Spec:
-    """Read, parse and validate a spec file (`shown` is the path as the user gave it)."""
+def load_file(path: Path, shown: str | None = None, hold: bool = True) -> Spec:
+    """Read, parse and validate a spec file (`shown` is the path as the user gave it; `hold`
+    as for `load_text`)."""
     name = shown if shown is not None else str(path)
     try:
         size = path.stat().st_size
@@ -146,4 +147,4 @@ def load_file(path: Path, shown: str | None = None) -> Spec:
     except OSError as error:
         reason = error.strerror or str(error)
         raise SpecError([Diagnostic(name, Pos(1, 1), f"cannot read file: {reason}")]) from None
-    return load_text(decode(data, name), name, path.parent)
+    return load_text(decode(data, name), name, path.parent, hold)

@@ -418,7 +418,7 @@ class Validator:
                              transposed=expr.transpose):
             return None
         if not self.hold:
-            return Matrix(lazy=Reread(self.folder / expr.file, expr.key, expr.transpose, got))
+            return Matrix(lazy=Reread.of(self.folder / expr.file, expr.key, array))
         return Matrix(lazy=array)
 
     def shape_ok(self, got: tuple[int, int], want: tuple[int | None, int | None], what: str,

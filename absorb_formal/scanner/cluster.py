@@ -127,16 +127,17 @@ def unanswered(spec: Spec, statements: Iterable[Statement], reason: str) -> list
     return [Entry(s, said, 0.0, spec.expected(s), said) for s in statements]
 
 
-def memory_estimate(dim: int, width: int, gated: bool, biased: bool) -> int:
+def memory_estimate(dim: int, width: int, gated: bool, biased: bool, depth: int = 1) -> int:
     """Bytes one sublayer's task may hold at its peak, erring large: the exact LU of order
     m + 1 over float64 (`checker/kernel/modlu.bytes_needed`, the largest single array a
     decision allocates; at most `--memory` when that is given, beyond which the LU runs out
-    of core) plus its weights at ENTRY_BYTES each and the deciding process."""
+    of core) plus its weights (`depth` layers) at ENTRY_BYTES each and the deciding
+    process."""
     from ..checker.kernel.modlu import bytes_needed
     from ..model.memory import given
 
-    weights = width * dim * (3 if gated else 2) + (width * (2 if gated else 1) + dim
-                                                    if biased else 0)
+    weights = depth * (width * dim * (3 if gated else 2) + (width * (2 if gated else 1) + dim
+                                                             if biased else 0))
     lu = bytes_needed(width + 1)
     cap = given()
     return (lu if cap is None else min(lu, cap)) + ENTRY_BYTES * weights + BASE_BYTES
@@ -175,17 +176,22 @@ class Answer:
 
 # ---- on the worker ---------------------------------------------------------------------------
 
-def _versioned(argument: tuple[Callable[[Any], Any], Any]) -> tuple[str, Any]:
-    """In the deciding process: (the code that decides, function(job))."""
+def _versioned(argument: tuple[Callable[[Any], Any], Any, int | None]) -> tuple[str, Any]:
+    """In the deciding process: (the code that decides, function(job)), under the client's
+    `--memory` (`cap`; None: the memory available there)."""
+    from ..model.memory import set_limit
     from .results import tool_key
 
-    function, job = argument
+    function, job, cap = argument
+    set_limit(cap)
     return tool_key(), function(job)
 
 
-def run_task(function: Callable[[Any], Any], job: Any, limit: float | None) -> tuple[Any, ...]:
+def run_task(function: Callable[[Any], Any], job: Any, limit: float | None,
+             cap: int | None = None) -> tuple[Any, ...]:
     """A Dask task: `function(job)` in a deciding process of this worker, within `limit`
-    seconds; ("ok", value, tool) or ("fault", reason)."""
+    seconds and under the memory limit `cap` (the client's --memory, which a remote worker
+    does not inherit); ("ok", value, tool) or ("fault", reason)."""
     with contextlib.suppress(Exception):  # outside a worker (tests), or an old distributed
         from distributed import get_worker
 
@@ -196,7 +202,7 @@ def run_task(function: Callable[[Any], Any], job: Any, limit: float | None) -> t
     from . import decider
 
     try:
-        tool, value = decider.decide(_versioned, (function, job), limit)
+        tool, value = decider.decide(_versioned, (function, job, cap), limit)
     except decider.Died as died:
         return ("fault", str(died))
     return ("ok", value, tool)
@@ -258,6 +264,8 @@ def _workers(client: Any) -> dict[str, Any]:
 
 def _run(client: Any, tasks: list[Task], function: Callable[[Any], Any],
          notify: Callable[[str], None]) -> Iterator[Answer]:
+    from ..model.memory import given
+
     started: dict[str, float] = {}
 
     def heard(event: tuple[float, Any]) -> None:
@@ -269,6 +277,7 @@ def _run(client: Any, tasks: list[Task], function: Callable[[Any], Any],
     waiting = list(reversed(tasks))  # submitted from the end of the list: in order
     flying: dict[str, tuple[Task, Any]] = {}
     token = os.urandom(4).hex()
+    cap = given()  # --memory, for every task's deciding process (remote ones included)
     said: set[str] = set()
     lost_since = empty_since = None
 
@@ -300,7 +309,8 @@ def _run(client: Any, tasks: list[Task], function: Callable[[Any], Any],
                 while waiting and len(flying) < slots and workers:
                     task = waiting.pop()
                     key = f"absorb-formal-scan-{token}-{task.index}"
-                    future = client.submit(run_task, function, task.job, task.limit, key=key,
+                    future = client.submit(run_task, function, task.job, task.limit, cap,
+                                           key=key,
                                            resources=_resources(task, supplies, say),
                                            pure=False, retries=0)
                     flying[key] = (task, future)

@@ -273,16 +273,44 @@ def scan(path: Path | str, *, activation: str | None = None, timeout: float = DE
     return result
 
 
-_SPECS: dict[tuple[str, str, Path, bool], Spec] = {}  # one parse per process (workers
-# decide many)
+# One validated spec per process (a worker decides many sublayers of it), keyed on its text
+# and on the version of every file it loads.
+_SPECS: dict[tuple[Any, ...], Spec] = {}
 
 
 def _spec(text: str, shown: str, folder: Path, hold: bool = True) -> Spec:
-    key = (text, shown, folder, hold)
+    """The spec of `text`, validated again unless this process validated the same text while
+    every file it loads had the version it has now. A file changed since (same shapes, other
+    values) gives a new spec, never the old values; a file changed in the last seconds, whose
+    version may not show it yet (`weights.common.settled`), is never served from here."""
+    versions = _versions(text, folder)
+    if versions is None:
+        _SPECS.clear()
+        return load_text(text, shown, folder, hold)
+    key = (text, shown, folder, hold, versions)
     if key not in _SPECS:
         _SPECS.clear()
         _SPECS[key] = load_text(text, shown, folder, hold)
     return _SPECS[key]
+
+
+def _versions(text: str, folder: Path) -> tuple[Any, ...] | None:
+    """The version of each file the text's `load(...)`s read, in order; None when one cannot
+    be read or has not settled."""
+    from ..weights.arrays import version
+    from ..weights.common import settled
+    from .results import LOAD
+
+    found = []
+    for name in sorted({match.group(1) for match in LOAD.finditer(text)}):
+        try:
+            stamp = version(folder / name)
+        except (OSError, ValueError):
+            return None
+        if not settled(stamp):
+            return None
+        found.append((name, stamp))
+    return tuple(found)
 
 
 Job = tuple[str, str, Path, tuple[int, ...], float]

@@ -85,24 +85,30 @@ def shapes(path: Path) -> dict[str, tuple[int, ...]]:
 @dataclass(frozen=True)
 class Reread:
     """A loaded matrix whose values are not held: read again (and checked again) from its
-    file when first asked for. What a spec read with `hold=False` keeps of a `load(...)`
-    once it is validated: a scan that decides its sublayers in other processes holds only
-    their shapes (docs/scan.md)."""
+    file when first asked for, and refused unless it is the tensor first read (its
+    `Loaded.digest`). What a spec read with `hold=False` keeps of a `load(...)` once it is
+    validated: a scan that decides its sublayers in other processes holds only their shapes
+    (docs/scan.md)."""
 
     path: Path
     key: str
     transpose: bool
     shape: tuple[int, int]
+    digest: str
+
+    @classmethod
+    def of(cls, path: Path, key: str, loaded: Loaded) -> Reread:
+        """What to keep of `loaded` (read from `path` under `key`, transposed or not)."""
+        shape = loaded.shape
+        return cls(path, key, loaded.transpose, (int(shape[0]), int(shape[1])),
+                   loaded.digest())
 
     def array(self) -> np.ndarray:
         loaded = load_array(self.path, self.key)
-        if self.transpose:
-            loaded = loaded.T
-        if loaded.shape != self.shape:
+        if loaded.digest() != self.digest:
             raise ArrayError(f"array {self.key!r} in {self.path.name!r} changed since it was "
-                             f"read: {loaded.shape[0]}×{loaded.shape[1]}, was "
-                             f"{self.shape[0]}×{self.shape[1]}")
-        return loaded.array()
+                             "read and checked: its values are not used (run again)")
+        return (loaded.T if self.transpose else loaded).array()
 
 
 def load_matrix(path: Path, key: str, vector: bool = False) -> np.ndarray:

@@ -5,6 +5,7 @@ stamp is unchanged and it has `settled`)."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +46,15 @@ class Loaded:
     @property
     def T(self) -> Loaded:  # noqa: N802 - the spec's own spelling
         return replace(self, transpose=not self.transpose)
+
+    def digest(self) -> str:
+        """SHA-256 of the array as stored: its kind, dtype, shape and bytes (the transpose
+        flag aside): the same for the same tensor read from any file format."""
+        bits = self.bits
+        found = hashlib.sha256(f"{self.kind} {bits.dtype.str} {list(bits.shape)}\n".encode())
+        found.update(memoryview(bits if bits.flags.c_contiguous else bits.copy(order="C")
+                                ).cast("B"))
+        return found.hexdigest()
 
     def array(self) -> np.ndarray:
         """The values: bfloat16 and float16 widened to float32, bool to int64, exactly (each

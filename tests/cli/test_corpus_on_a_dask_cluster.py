@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from absorb_formal.cli import prove
@@ -134,3 +135,22 @@ def test_a_scheduler_address_where_nothing_listens_is_refused_at_once(cli, tmp_p
     assert run.code == 2 and "cannot reach the scheduler" in run.err and run.out == ""
     assert "Traceback" not in run.err
     assert "Timed out" not in run.err  # refused by the socket, not after Dask's timeout
+
+
+def test_a_symlinked_spec_loads_from_the_folder_of_its_link_as_in_one_process(cli, tmp_path):
+    """A spec's `load(...)` is relative to the folder it is given in; a worker given the link's
+    target would read another folder's weights (here: not absorbable where the link's are)."""
+    specs, other = tmp_path / "specs", tmp_path / "other"
+    specs.mkdir()
+    other.mkdir()
+    up = np.array([[1, 0], [0, 1], [1, 1]], float)
+    np.savez(specs / "w.npz", up=up, down=np.array([[-1, 0, 0.75], [0, -1, 0.25]]))
+    np.savez(other / "w.npz", up=up, down=np.array([[1, 0, 0.75], [0, 1, 0.25]]))
+    (other / "real.mlp").write_text('block R { activation relu\n dim 2\n width 3\n'
+                                    ' up = load("w.npz", "up")\n down = load("w.npz", "down")\n'
+                                    '}\nclaim R is absorbable\n')
+    (specs / "link.mlp").symlink_to(other / "real.mlp")
+    alone = cli(*ARGS, specs)
+    spread = cli(*ARGS, "--cluster", "local:1", specs)
+    assert alone.json()["files"][0]["results"][0]["outcome"] == "proved", alone.out
+    assert spread.out == alone.out, spread.err

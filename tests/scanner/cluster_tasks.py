@@ -12,7 +12,8 @@ from typing import Any
 
 def act(job: tuple[str, Any]) -> Any:
     """'answer': the value back; 'kill worker': kill the worker process that started this
-    deciding process; 'kill self': kill this deciding process; 'sleep': never answer."""
+    deciding process; 'kill self': kill this deciding process; 'sleep': never answer;
+    'memory': the memory limit it decides under."""
     what, value = job
     if what == "kill worker":
         os.kill(os.getppid(), signal.SIGKILL)
@@ -21,6 +22,10 @@ def act(job: tuple[str, Any]) -> Any:
         os.kill(os.getpid(), signal.SIGKILL)
     if what == "sleep":
         time.sleep(600)
+    if what == "memory":
+        from absorb_formal.model.memory import given
+
+        return given()
     return value
 
 

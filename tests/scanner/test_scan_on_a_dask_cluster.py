@@ -148,7 +148,20 @@ def test_memory_estimates_count_the_exact_lu_and_the_weights():
     assert large - small > 8 * 8193**2 + 32 * 2 * 2048 * 8192 - 8 * 5**2
     assert cluster.memory_estimate(8, 16, True, True) > cluster.memory_estimate(8, 16, False,
                                                                                 False)
+    assert cluster.memory_estimate(8, 16, False, False, depth=3) - \
+        cluster.memory_estimate(8, 16, False, False) == 2 * 32 * 2 * 8 * 16  # two more layers
     assert cluster.time_limit(0, 4) is None and cluster.time_limit(10, 4) == 40 + cluster.GRACE
+
+
+def test_a_remote_worker_decides_under_the_clients_memory_limit(scheduler, monkeypatch):
+    """--memory reaches a task's deciding process with the task: a worker started elsewhere
+    (here: before the limit was set) does not inherit it."""
+    monkeypatch.setenv(memory.ENV, str(12345))
+    answers, _ = _decided(_tasks(("memory", 0)), scheduler.scheduler_address)
+    assert answers[0].value == 12345
+    monkeypatch.delenv(memory.ENV)
+    answers, _ = _decided(_tasks(("memory", 0)), scheduler.scheduler_address)
+    assert answers[0].value is None  # and none when none is given
 
 
 def test_under_a_memory_limit_a_task_counts_the_lu_at_that_limit(monkeypatch):
