@@ -2,8 +2,9 @@
 
 No module of the package, test, benchmark or generating script reads a path outside the
 repository: a path built from `__file__` stays under the repository's root, no string names
-a folder beside the repository (`../shared`) or a machine's own folders (`/work/`, `/home/`),
-and no test or benchmark reads the user's home folder; no page names such a folder either.
+a folder beside the repository (the team's shared folder, one level up) or a machine's own
+folders (`/work/`, `/home/`), and no test or benchmark reads the user's home folder; no page
+names such a folder either.
 A fresh clone is all a test needs.
 
 No file name, test name or line of the package, the tests, the benchmarks, the specs or the

@@ -217,8 +217,8 @@ def solve_lower(lower: Any, b: Any, p: int, xp: Any) -> None:
         inverse = xp.identity_like(lower)
         for i in range(1, r):
             sub_product(inverse[i:i + 1], lower[i:i + 1, :i], inverse[:i], p, xp)
-        solved = xp.product(inverse, b)  # inner dimension r ≤ BASE: exact
         product_bound(r, p)
+        solved = xp.product(inverse, b)  # inner dimension r ≤ BASE: exact
         xp.reduce(solved, p)
         b[...] = solved
         return
@@ -290,10 +290,15 @@ def _inverse_unit_lower(t: Any, p: int, xp: Any) -> Any:
         out[h:, h:] = _inverse_unit_lower(t[h:, h:], p, xp)
         out[h:, :h] = -_times(out[h:, h:], _times(t[h:, :h], out[:h, :h], p, xp), p, xp)
         return out
-    power = -xp.strict_lower(t)
-    result = xp.identity_like(t) + power
+    return _series(-xp.strict_lower(t), p, xp)
+
+
+def _series(power: Any, p: int, xp: Any) -> Any:
+    """Σ_k M^k mod p for M = `power` strictly triangular (nilpotent, order n ≤ BASE): the
+    terms below 2^i summed by doubling, Σ_{k < 2s} M^k = Σ_{k < s} M^k · (I + M^s)."""
+    result = xp.identity_like(power) + power
     span = 2
-    while span < n:  # result = Σ_{k < span} (−N)^k
+    while span < power.shape[0]:  # result = Σ_{k < span} M^k
         power = _times(power, power, p, xp)
         result = result + _times(result, power, p, xp)
         xp.reduce(result, p)
@@ -317,14 +322,7 @@ def _inverse_upper(t: Any, p: int, xp: Any) -> Any:
     d_inv = xp.from_list(inverses, t)
     power = xp.strict_upper(t) * d_inv[None, :]  # N = strict part of U·D⁻¹
     xp.reduce(power, p)
-    power = -power
-    result = xp.identity_like(t) + power
-    span = 2
-    while span < n:
-        power = _times(power, power, p, xp)
-        result = result + _times(result, power, p, xp)
-        xp.reduce(result, p)
-        span *= 2
+    result = _series(-power, p, xp)
     result *= d_inv[:, None]
     xp.reduce(result, p)
     return result
